@@ -1,0 +1,134 @@
+package testworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// TemporalOptions configures the Temporal dev server of the test world.
+type TemporalOptions struct {
+	// Dir holds the server's database file and log.
+	Dir string
+	// UI turns the Web UI on (the demo wants it; tests usually do not).
+	UI bool
+	// SearchAttributes are registered at start, name → type (Keyword, KeywordList, Int, ...).
+	SearchAttributes map[string]string
+}
+
+// Temporal is a running Temporal dev server (the real server inside the Temporal CLI).
+type Temporal struct {
+	// Address is the frontend's host:port for SDK clients and the CLI.
+	Address string
+	// UIAddress is the Web UI's http://host:port, empty without UI.
+	UIAddress string
+	// Namespace is the namespace the server was started with.
+	Namespace string
+	// CLIPath is the temporal CLI binary, for operator-command tests.
+	CLIPath string
+
+	dir  string
+	proc *process
+}
+
+// StartTemporal starts `temporal server start-dev` on free 127.0.0.1 ports and waits until the
+// frontend answers.
+func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
+	cli, err := ToolPath("temporal")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	t := &Temporal{
+		Address:   net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		Namespace: "default",
+		CLIPath:   cli,
+		dir:       opts.Dir,
+	}
+	args := []string{"server", "start-dev",
+		"--ip", "127.0.0.1",
+		"--port", strconv.Itoa(ports[0]),
+		"--http-port", strconv.Itoa(ports[1]),
+		"--metrics-port", strconv.Itoa(ports[2]),
+		"--db-filename", filepath.Join(opts.Dir, "temporal.db"),
+		"--namespace", t.Namespace,
+		"--log-level", "warn",
+	}
+	if opts.UI {
+		args = append(args, "--ui-port", strconv.Itoa(ports[3]))
+		t.UIAddress = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
+	} else {
+		args = append(args, "--headless")
+	}
+	for _, name := range sortedKeys(opts.SearchAttributes) {
+		args = append(args, "--search-attribute", name+"="+opts.SearchAttributes[name])
+	}
+	if err := t.start(args); err != nil {
+		return nil, err
+	}
+	if err := t.waitHealthy(ctx); err != nil {
+		_ = t.Stop()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Temporal) start(args []string) error {
+	p, err := startProcess(t.dir, "temporal", t.CLIPath, args...)
+	if err != nil {
+		return err
+	}
+	t.proc = p
+	return nil
+}
+
+// waitHealthy dials the frontend until it answers a health check, the process dies or ctx ends.
+func (t *Temporal) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: quietLogger()})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-t.proc.exited:
+			return fmt.Errorf("temporal dev server exited during start; log:\n%s", tail(t.proc.logPath, 4096))
+		case <-ctx.Done():
+			return fmt.Errorf("temporal dev server not healthy at %s: %w; log:\n%s", t.Address, errors.Join(err, ctx.Err()), tail(t.proc.logPath, 4096))
+		case <-tick.C:
+		}
+	}
+}
+
+// Dial returns an SDK client for the server's namespace.
+func (t *Temporal) Dial() (client.Client, error) {
+	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: quietLogger()})
+}
+
+// Stop ends the server and every process it started. It is safe to call twice.
+func (t *Temporal) Stop() error {
+	if t.proc == nil {
+		return nil
+	}
+	return t.proc.kill()
+}

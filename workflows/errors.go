@@ -1,0 +1,21 @@
+package workflows
+
+// Error types of the Temporal application errors that activities return. Each external system's
+// errors are classified once, in activities/, into these; workflows branch on the type, never on
+// message text.
+const (
+	// ErrRateLimited: the API budget is spent; retried after the delay the server gave.
+	ErrRateLimited = "RateLimited"
+	// ErrRunnerBusy: GitHub refused to remove a runner that is running a job (422).
+	ErrRunnerBusy = "RunnerBusy"
+	// ErrNotOwned: an object with our name exists but is not ours; never adopted silently.
+	ErrNotOwned = "NotOwned"
+	// ErrInvalidSpec: the request can never succeed as written (bad template, bad labels, 422).
+	ErrInvalidSpec = "InvalidSpec"
+	// ErrForbidden: credentials lack the permission; an operator must act.
+	ErrForbidden = "Forbidden"
+	// ErrNotFound: the scope, runner group or object does not exist.
+	ErrNotFound = "NotFound"
+	// ErrTransient: a 5xx, a conflict or a network error; retried under the activity's policy.
+	ErrTransient = "Transient"
+)

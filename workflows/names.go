@@ -1,0 +1,123 @@
+// Package workflows holds runnerflow's deterministic code: the runner, pool and scale-window
+// workflows, their names and ids, their input and output types, the pure decision functions and
+// the one policy file. Nothing here talks to Kubernetes, GitHub or Prometheus (a test enforces it).
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Task queues. GitHub activities have their own queue so the GitHub API budget can be declared
+// as a task-queue rate limit that holds across all worker replicas.
+const (
+	// TaskQueue serves all workflows and the Kubernetes activities.
+	TaskQueue = "runnerflow"
+	// GitHubTaskQueue serves the activities that call the GitHub API.
+	GitHubTaskQueue = "runnerflow-github"
+)
+
+// Workflow types, registered by these explicit names so renaming a Go function never breaks
+// running histories.
+const (
+	RunnerWorkflowType      = "runner"
+	PoolWorkflowType        = "pool"
+	ScaleWindowWorkflowType = "scale-window"
+)
+
+// Signals, updates and queries of the runner workflow.
+const (
+	// SignalPodStatus carries a pod transition from the pod watcher (PodStatusSignal).
+	SignalPodStatus = "pod-status"
+	// SignalRunnerStatus carries the runner's GitHub-side status from a runner listing (RunnerStatusSignal).
+	SignalRunnerStatus = "runner-status"
+	// SignalJobStarted and SignalJobCompleted are forwarded by the starter from workflow_job
+	// in_progress/completed webhooks that name this runner (JobSignal).
+	SignalJobStarted   = "job-started"
+	SignalJobCompleted = "job-completed"
+	// SignalDrain asks a runner (or a pool) to drain (DrainRequest).
+	SignalDrain = "drain"
+	// UpdateDrain is the same request as an update, so the caller learns that it was accepted.
+	UpdateDrain = "drain"
+	// QueryStatus answers the workflow's status (RunnerStatus or PoolStatus).
+	QueryStatus = "status"
+)
+
+// Signals and updates of the pool workflow.
+const (
+	// SignalRunnerState is how a runner reports its state changes to its pool (RunnerStateReport).
+	SignalRunnerState = "runner-state"
+	// UpdateApply replaces the pool's spec (ApplyRequest), from `starter apply`.
+	UpdateApply = "apply"
+	// UpdateScale changes min/max (ScaleRequest).
+	UpdateScale = "scale"
+	// SignalPause and SignalResume stop and restart scaling decisions (OperatorRequest).
+	SignalPause  = "pause"
+	SignalResume = "resume"
+	// UpdateReservations applies one scale window's batch of workflow_job events (ReservationBatch).
+	UpdateReservations = "reservations"
+)
+
+// Signals of the scale-window workflow.
+const (
+	// SignalWorkflowJob carries one workflow_job webhook event (WorkflowJobEvent).
+	SignalWorkflowJob = "workflow-job"
+)
+
+// Search attributes, registered by the Temporal server at start (see SearchAttributeTypes), so
+// the Temporal UI can list "all busy runners of pool X".
+var (
+	SearchAttrPool        = temporal.NewSearchAttributeKeyKeyword("RunnerPool")
+	SearchAttrRunnerState = temporal.NewSearchAttributeKeyKeyword("RunnerState")
+	SearchAttrPoolScope   = temporal.NewSearchAttributeKeyKeyword("RunnerPoolScope")
+	SearchAttrPoolLabels  = temporal.NewSearchAttributeKeyKeywordList("RunnerPoolLabels")
+)
+
+// SearchAttributeTypes lists the custom search attributes and their types, for the server's
+// registration at start (`temporal server start-dev --search-attribute`, `temporal operator
+// search-attribute create`).
+func SearchAttributeTypes() map[string]string {
+	return map[string]string{
+		SearchAttrPool.GetName():        "Keyword",
+		SearchAttrRunnerState.GetName(): "Keyword",
+		SearchAttrPoolScope.GetName():   "Keyword",
+		SearchAttrPoolLabels.GetName():  "KeywordList",
+	}
+}
+
+// PoolWorkflowID is the id of a pool's long-lived workflow.
+func PoolWorkflowID(pool string) string { return "pool/" + pool }
+
+// ScaleWindowWorkflowID is the id shared by all scale windows of a pool; at most one runs at once.
+func ScaleWindowWorkflowID(pool string) string { return "scale-window/" + pool }
+
+// RunnerWorkflowID is the id of one runner's workflow.
+func RunnerWorkflowID(pool, runner string) string { return "runner/" + pool + "/" + runner }
+
+// maxRunnerNameLength keeps a runner name a valid DNS label (pod and secret name) and GitHub
+// runner name.
+const maxRunnerNameLength = 63
+
+// RunnerName derives the one name a runner has everywhere: pod, secret, GitHub runner and
+// workflow id suffix. generation distinguishes pool incarnations (a pool deleted and created
+// again must not reuse names of runners that may still exist); seq counts runners within one.
+// Names longer than a DNS label are cut and given a hash suffix so they stay unique.
+func RunnerName(pool, generation string, seq int64) string {
+	name := pool + "-" + generation + "-" + strconv.FormatInt(seq, 36)
+	if len(name) <= maxRunnerNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(name[:maxRunnerNameLength-len(suffix)], "-") + suffix
+}
+
+// Generation derives a short, DNS-safe generation tag from a pool workflow's first run id.
+func Generation(firstRunID string) string {
+	sum := sha256.Sum256([]byte(firstRunID))
+	return hex.EncodeToString(sum[:])[:4]
+}

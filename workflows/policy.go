@@ -1,0 +1,129 @@
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// This file is runnerflow's one policy file: every timeout, retry policy, interval and rate
+// limit is a named value here with the reason for it. Call sites pick a policy; nothing mutates
+// one. Zero values in user-facing specs fall back to the defaults below.
+
+// ---- Defaults for user-facing settings ----
+
+const (
+	// DefaultRegistrationTimeout: a runner not online 10 minutes after its pod was created is
+	// replaced (ARC uses the same bound; image pulls on cold nodes take minutes).
+	DefaultRegistrationTimeout = 10 * time.Minute
+	// MaxRegistrationAttempts: after this many pods failed to bring the runner online, the
+	// runner workflow fails visibly instead of looping on a broken template or credential.
+	MaxRegistrationAttempts = 3
+	// DefaultScaleDownDelay: after a scale-out, wait this long before removing idle runners,
+	// so a burst followed by a lull does not thrash pods (anti-flap).
+	DefaultScaleDownDelay = 10 * time.Minute
+	// DefaultReservationDuration: a queued job's reservation keeps capacity this long if its
+	// completion never arrives (GitHub does not redeliver lost webhooks).
+	DefaultReservationDuration = 10 * time.Minute
+	// DefaultScaleWindow: events are batched for this long from the first event of a window, so
+	// a burst of N webhooks costs about one pool update, not N.
+	DefaultScaleWindow = 3 * time.Second
+)
+
+// ---- Runner workflow ----
+
+const (
+	// PodCheckInterval: the backstop for a missed pod-watcher signal. The watcher is the
+	// primary source; this durable timer plus one cheap Kubernetes GET bounds how long a lost
+	// signal can delay a runner.
+	PodCheckInterval = 10 * time.Minute
+	// BusyUnregisterRetryInterval: GitHub answers 422 while a runner is running a job; try again
+	// at this pace until the job ends (jobs may run for hours, so no attempt limit).
+	BusyUnregisterRetryInterval = 30 * time.Second
+	// MaxJobDuration bounds the busy-unregister retries: GitHub cancels self-hosted jobs after
+	// 5 days, so a runner busy longer than that is not coming back.
+	MaxJobDuration = 5 * 24 * time.Hour
+)
+
+// ---- GitHub API budget ----
+
+const (
+	// DefaultGitHubRequestsPerHour: GitHub's standard budget for a token or App installation.
+	DefaultGitHubRequestsPerHour = 5000
+	// GitHubBudgetShare: runnerflow's activities may use this share of the budget; the rest is
+	// left for retries, the starter's operators and other tools sharing the credential.
+	GitHubBudgetShare = 0.8
+)
+
+// GitHubActivitiesPerSecond converts an hourly API budget into the task-queue rate limit that
+// the workers declare (TaskQueueActivitiesPerSecond), which the Temporal server enforces across
+// all worker replicas together.
+func GitHubActivitiesPerSecond(requestsPerHour int) float64 {
+	if requestsPerHour <= 0 {
+		requestsPerHour = DefaultGitHubRequestsPerHour
+	}
+	return float64(requestsPerHour) * GitHubBudgetShare / 3600
+}
+
+// ---- Activity options ----
+
+// retryNonRetryable lists the error types no retry can fix.
+var retryNonRetryable = []string{ErrInvalidSpec, ErrForbidden, ErrNotOwned, ErrNotFound}
+
+// GitHubActivityPolicy: GitHub calls are short; transient failures back off to a minute. A rate
+// limit error carries the server's reset time as its next retry delay, which overrides the
+// backoff. ScheduleToClose is generous because the rate-limited queue itself may hold a task.
+var GitHubActivityPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// UnregisterBusyPolicy: removing a runner retries through RunnerBusy (422) until the job ends,
+// at a fixed pace, bounded by the longest job GitHub allows.
+var UnregisterBusyPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: MaxJobDuration,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        BusyUnregisterRetryInterval,
+		BackoffCoefficient:     1,
+		MaximumInterval:        BusyUnregisterRetryInterval,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// KubernetesActivityPolicy: API-server calls are short; a conflict or 5xx is retried with
+// backoff to 30 s; an invalid pod template fails at once.
+var KubernetesActivityPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        500 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// ---- Child workflows ----
+
+// RunnerChildPolicy: runner workflows outlive the pool run that started them (continue-as-new,
+// pool termination), so the pool never takes a busy runner down with it.
+func RunnerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            workflowID,
+		TaskQueue:             TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}
+}

@@ -1,0 +1,64 @@
+package workflows
+
+import "time"
+
+// Workflow job actions as GitHub names them in workflow_job webhooks.
+const (
+	JobQueued     = "queued"
+	JobWaiting    = "waiting"
+	JobInProgress = "in_progress"
+	JobCompleted  = "completed"
+)
+
+// WorkflowJobEvent is the part of one workflow_job webhook that scaling needs; the starter
+// signals it to the pool's scale window (SignalWorkflowJob). It carries no secret.
+type WorkflowJobEvent struct {
+	// DeliveryID is GitHub's X-GitHub-Delivery; a redelivered event has the same one.
+	DeliveryID string `json:"deliveryId"`
+	JobID      int64  `json:"jobId"`
+	RunID      int64  `json:"runId,omitempty"`
+	Action     string `json:"action"`
+	// Repository is "owner/repo", for logs and routing checks.
+	Repository string   `json:"repository,omitempty"`
+	Labels     []string `json:"labels,omitempty"`
+	RunnerName string   `json:"runnerName,omitempty"`
+	Conclusion string   `json:"conclusion,omitempty"`
+}
+
+// Reservation holds capacity for one queued job until its completion arrives or it expires.
+type Reservation struct {
+	JobID     int64     `json:"jobId"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Duration is the reservation's original length, kept when its expiry clock is restarted.
+	Duration time.Duration `json:"duration"`
+}
+
+// ReleasedJob remembers a job whose completion was seen, so a queued event that arrives after it
+// (GitHub does not promise order) reserves nothing.
+type ReleasedJob struct {
+	JobID    int64     `json:"jobId"`
+	ForgetAt time.Time `json:"forgetAt"`
+}
+
+// ReservationState is the pool's reservation book, carried across continue-as-new. Slices, kept
+// sorted by job id, rather than maps: workflow code must not depend on map order.
+type ReservationState struct {
+	Reservations []Reservation `json:"reservations,omitempty"`
+	Released     []ReleasedJob `json:"released,omitempty"`
+}
+
+// ReservationBatch is one scale window's deduplicated events, applied to the pool by one update
+// (UpdateReservations).
+type ReservationBatch struct {
+	// WindowID identifies the scale window run, for the pool's record of decisions.
+	WindowID string             `json:"windowId,omitempty"`
+	Events   []WorkflowJobEvent `json:"events"`
+}
+
+// ReservationBatchResult is the pool's answer to a batch.
+type ReservationBatchResult struct {
+	Added    int `json:"added"`
+	Released int `json:"released"`
+	Expired  int `json:"expired"`
+	Active   int `json:"active"`
+}

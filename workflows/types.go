@@ -1,0 +1,178 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Scope says where runners register with GitHub. Exactly one field is set.
+type Scope struct {
+	// Repository is "owner/repo".
+	Repository string `json:"repository,omitempty"`
+	// Organization is the organization login.
+	Organization string `json:"organization,omitempty"`
+	// Enterprise is the enterprise slug.
+	Enterprise string `json:"enterprise,omitempty"`
+}
+
+// String renders the scope as one keyword ("repo:owner/repo", "org:acme", "enterprise:slug"),
+// the form used in the RunnerPoolScope search attribute and in logs.
+func (s Scope) String() string {
+	switch {
+	case s.Repository != "":
+		return "repo:" + s.Repository
+	case s.Organization != "":
+		return "org:" + s.Organization
+	case s.Enterprise != "":
+		return "enterprise:" + s.Enterprise
+	}
+	return ""
+}
+
+// Validate reports whether exactly one of the scope's fields is set.
+func (s Scope) Validate() error {
+	set := 0
+	for _, v := range []string{s.Repository, s.Organization, s.Enterprise} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("exactly one of repository, organization or enterprise must be set")
+	}
+	return nil
+}
+
+// RunnerState is a runner's place in its lifecycle, as reported to its pool and kept in the
+// RunnerState search attribute.
+type RunnerState string
+
+// The runner states.
+const (
+	RunnerPending     RunnerState = "pending"
+	RunnerRegistering RunnerState = "registering"
+	RunnerIdle        RunnerState = "idle"
+	RunnerBusy        RunnerState = "busy"
+	RunnerDraining    RunnerState = "draining"
+	RunnerDone        RunnerState = "done"
+	RunnerFailed      RunnerState = "failed"
+)
+
+// Terminal reports whether the runner workflow has ended in this state.
+func (s RunnerState) Terminal() bool { return s == RunnerDone || s == RunnerFailed }
+
+// RegistrationMode says how a runner gets its GitHub credentials.
+type RegistrationMode string
+
+// The registration modes.
+const (
+	// RegistrationJIT asks GitHub for a just-in-time runner configuration (ephemeral runners).
+	RegistrationJIT RegistrationMode = "jit"
+	// RegistrationToken hands the runner a registration token with which it configures itself
+	// (persistent runners, GitHub Enterprise Server versions without JIT).
+	RegistrationToken RegistrationMode = "token"
+)
+
+// RunnerSpec is the pool's runner settings, the part of a pool every runner workflow gets.
+type RunnerSpec struct {
+	Scope       Scope    `json:"scope"`
+	Labels      []string `json:"labels"`
+	RunnerGroup string   `json:"runnerGroup,omitempty"`
+	Ephemeral   bool     `json:"ephemeral"`
+	// Mode defaults to JIT for ephemeral runners and registration token for persistent ones.
+	Mode RegistrationMode `json:"mode,omitempty"`
+	// Namespace is the Kubernetes namespace of the runner's pod and secret.
+	Namespace    string                 `json:"namespace"`
+	Template     corev1.PodTemplateSpec `json:"template"`
+	TemplateHash string                 `json:"templateHash"`
+	// RegistrationTimeout bounds the wait for the runner to come online; zero means the policy default.
+	RegistrationTimeout time.Duration `json:"registrationTimeout,omitempty"`
+	// WorkFolder is the runner's work directory; empty means the runner's default.
+	WorkFolder string `json:"workFolder,omitempty"`
+}
+
+// SlotVolume binds one of the pod's volumes to a persistent volume claim of a stateful slot.
+type SlotVolume struct {
+	// VolumeName is the volume name used by the pod template's containers.
+	VolumeName string `json:"volumeName"`
+	// ClaimName is the PersistentVolumeClaim that outlives runners in this slot.
+	ClaimName string `json:"claimName"`
+}
+
+// RunnerInput starts one runner workflow.
+type RunnerInput struct {
+	Pool string `json:"pool"`
+	// Name is the runner's one name (pod, secret, GitHub runner), from RunnerName.
+	Name string `json:"name"`
+	// Slot is the stateful slot the runner fills (0-based); meaningful only with SlotVolumes.
+	Slot        int          `json:"slot,omitempty"`
+	SlotVolumes []SlotVolume `json:"slotVolumes,omitempty"`
+	Spec        RunnerSpec   `json:"spec"`
+}
+
+// RunnerResult is what a runner workflow returns when its runner is gone.
+type RunnerResult struct {
+	Name       string      `json:"name"`
+	FinalState RunnerState `json:"finalState"`
+	RunnerID   int64       `json:"runnerId,omitempty"`
+	JobsRun    int         `json:"jobsRun"`
+	// Reason says why the runner ended (job done, drained, evicted, registration failed, ...).
+	Reason string `json:"reason,omitempty"`
+}
+
+// RunnerStateReport is a runner's state change, signalled to its pool (SignalRunnerState).
+type RunnerStateReport struct {
+	Runner       string      `json:"runner"`
+	State        RunnerState `json:"state"`
+	TemplateHash string      `json:"templateHash"`
+	Slot         int         `json:"slot,omitempty"`
+	RunnerID     int64       `json:"runnerId,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+}
+
+// PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.
+type PodPhase string
+
+// The pod phases a runner workflow reacts to.
+const (
+	PodPending   PodPhase = "Pending"
+	PodRunning   PodPhase = "Running"
+	PodSucceeded PodPhase = "Succeeded"
+	PodFailed    PodPhase = "Failed"
+	PodGone      PodPhase = "Gone"
+)
+
+// PodStatusSignal is a pod transition reported by the pod watcher (SignalPodStatus). The watcher
+// may send the same status more than once; handlers are idempotent.
+type PodStatusSignal struct {
+	Pod   string   `json:"pod"`
+	UID   string   `json:"uid,omitempty"`
+	Phase PodPhase `json:"phase"`
+	// Reason is the pod's status reason, e.g. "Evicted".
+	Reason string `json:"reason,omitempty"`
+	// Deleting is true once the pod has a deletion timestamp.
+	Deleting bool `json:"deleting,omitempty"`
+}
+
+// RunnerStatusSignal is the runner's GitHub-side status from a runner listing (SignalRunnerStatus).
+type RunnerStatusSignal struct {
+	Online bool `json:"online"`
+	Busy   bool `json:"busy"`
+	// Gone means GitHub no longer knows the runner.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// JobSignal is a workflow_job event forwarded to the runner it names (SignalJobStarted,
+// SignalJobCompleted). It costs no GitHub API call.
+type JobSignal struct {
+	JobID      int64  `json:"jobId"`
+	RunnerName string `json:"runnerName"`
+	Conclusion string `json:"conclusion,omitempty"`
+}
+
+// DrainRequest asks a runner or a pool to drain: finish current work, take no more, go away.
+type DrainRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
