@@ -75,6 +75,7 @@ var (
 	SearchAttrRunnerState = temporal.NewSearchAttributeKeyKeyword("RunnerState")
 	SearchAttrPoolScope   = temporal.NewSearchAttributeKeyKeyword("RunnerPoolScope")
 	SearchAttrPoolLabels  = temporal.NewSearchAttributeKeyKeywordList("RunnerPoolLabels")
+	SearchAttrPoolGroup   = temporal.NewSearchAttributeKeyKeyword("RunnerPoolGroup")
 )
 
 // SearchAttributeTypes lists the custom search attributes and their types, for the server's
@@ -86,6 +87,7 @@ func SearchAttributeTypes() map[string]string {
 		SearchAttrRunnerState.GetName(): "Keyword",
 		SearchAttrPoolScope.GetName():   "Keyword",
 		SearchAttrPoolLabels.GetName():  "KeywordList",
+		SearchAttrPoolGroup.GetName():   "Keyword",
 	}
 }
 
@@ -121,3 +123,23 @@ func Generation(firstRunID string) string {
 	sum := sha256.Sum256([]byte(firstRunID))
 	return hex.EncodeToString(sum[:])[:4]
 }
+
+// PoolFromRunnerName recovers the pool from a runner name made by RunnerName (the starter needs
+// it to address the runner workflow named in a workflow_job event). Pool names are validated
+// short enough that their runner names are never cut.
+func PoolFromRunnerName(runner string) (string, bool) {
+	parts := strings.Split(runner, "-")
+	if len(parts) < 3 {
+		return "", false
+	}
+	pool := strings.Join(parts[:len(parts)-2], "-")
+	gen, seq := parts[len(parts)-2], parts[len(parts)-1]
+	if pool == "" || len(gen) != 4 || seq == "" {
+		return "", false
+	}
+	return pool, true
+}
+
+// MaxPoolNameLength keeps every runner name of a pool within a DNS label without cutting, so
+// PoolFromRunnerName always works: pool + "-" + 4-char generation + "-" + up to 13 base-36 digits.
+const MaxPoolNameLength = maxRunnerNameLength - 1 - 4 - 1 - 13
