@@ -127,3 +127,41 @@ func RunnerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}
 }
+
+// ---- Scale window / starter ----
+
+const (
+	// ReleasedJobMemory: a completed job is remembered this long so that its queued event,
+	// delivered late or redelivered by hand, reserves nothing; a later one costs at most one
+	// reservation for its duration, and the memory stays small (one entry per recent job).
+	ReleasedJobMemory = time.Hour
+	// ScaleWindowMaxEvents: a window closes early after this many events, so a sustained flood
+	// cannot grow one window's history without bound (the next window takes the rest).
+	ScaleWindowMaxEvents = 2000
+	// PoolTableRefreshInterval: the starter re-lists running pool workflows this often, and on
+	// an unroutable event at most once per interval, so a new pool is routable within seconds
+	// while a flood of foreign events costs at most one listing per interval.
+	PoolTableRefreshInterval = 10 * time.Second
+	// WebhookTemporalTimeout: the starter's Temporal calls for one delivery must finish well
+	// inside GitHub's 10-second delivery timeout, so a slow Temporal shows as 503 in GitHub's
+	// delivery log instead of a timeout.
+	WebhookTemporalTimeout = 5 * time.Second
+	// WebhookMaxBodyBytes: GitHub caps webhook payloads at 25 MB; anything larger is not GitHub.
+	WebhookMaxBodyBytes = 25 << 20
+)
+
+// ReservationUpdatePolicy: the scale window's update to its pool waits for the pool to apply
+// the batch (a pool busy continuing-as-new may take a moment). Retries are safe: the update id
+// is the window's run id and the batch is keyed by job, so re-applying it changes nothing. After
+// ScheduleToClose the reservations would have expired anyway, so the window gives up.
+var ReservationUpdatePolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: DefaultReservationDuration,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        200 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        10 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}

@@ -1,0 +1,182 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+)
+
+// ReservationParams are the pool's settings that a reservation batch is applied under.
+type ReservationParams struct {
+	// Now is the workflow time the batch is applied at (workflow.Now, never the wall clock).
+	Now time.Time
+	// Duration is how long a new reservation holds capacity; zero means
+	// DefaultReservationDuration.
+	Duration time.Duration
+	// MaxReplicas is how many reservations the pool can serve at once. Reservations beyond it
+	// are waiting for capacity and get their expiry clock restarted, so a long backlog does not
+	// expire while it waits. A negative value means no limit.
+	MaxReplicas int
+}
+
+// Active counts the reservations that still hold capacity at now. A reservation expiring
+// exactly at now no longer counts: its time is up.
+func (s ReservationState) Active(now time.Time) int {
+	n := 0
+	for _, r := range s.Reservations {
+		if r.ExpiresAt.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// ApplyReservationBatch applies one scale window's events to the pool's reservation book and
+// returns the new book and what changed. It is pure: the input state is not modified, and the
+// output slices are sorted by job id.
+//
+// The rules, keyed by job so that duplicated or reordered webhooks cannot skew the count:
+//   - queued reserves capacity for that job, once: a second queued event for a job that holds a
+//     reservation, or whose completion was already seen, adds nothing;
+//   - completed removes that job's own reservation (never another job's) and remembers the job
+//     for ReleasedJobMemory, so a queued event delivered after its completion adds nothing;
+//   - waiting and in_progress change nothing: a waiting job cannot use a runner until it is
+//     approved (GitHub then sends queued), and an in-progress job keeps its reservation until
+//     it completes, as in ARC;
+//   - reservations whose expiry is at or before Now are dropped;
+//   - reservations beyond MaxReplicas, in job-id order (GitHub's job ids grow with queue time,
+//     so the oldest jobs are the ones being served), restart their expiry clock from Now with
+//     their own original duration, as ARC does for a backlog beyond maxReplicas.
+//
+// ARC's rule that a completed job with conclusion "skipped", or "success" without a runner,
+// releases nothing exists because ARC releases the oldest reservation of any job: such jobs
+// never queued for a runner, so releasing on them would free capacity another job holds. Here
+// a completion can only ever remove its own job's reservation, which satisfies that rule; if
+// such a job does hold a reservation (its queued event did arrive), the job is over and will
+// never use the capacity, so that one reservation is released rather than left to expire.
+// An empty batch still drops expired reservations and restarts the clocks of waiting ones, so
+// the pool may call it on a timer.
+func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p ReservationParams) (ReservationState, ReservationBatchResult) {
+	if p.Duration <= 0 {
+		p.Duration = DefaultReservationDuration
+	}
+	book := newReservationBook(state, p.Now)
+	var res ReservationBatchResult
+	for _, ev := range batch.Events {
+		if ev.JobID <= 0 {
+			continue // not a job GitHub could have sent; nothing to key a reservation on
+		}
+		switch ev.Action {
+		case JobQueued:
+			if book.reserve(ev.JobID, p) {
+				res.Added++
+			}
+		case JobCompleted:
+			if book.release(ev.JobID, p.Now) {
+				res.Released++
+			}
+		}
+	}
+	res.Expired = book.dropExpired(p.Now)
+	book.rebaseBeyond(p)
+	out := book.state()
+	res.Active = out.Active(p.Now)
+	return out, res
+}
+
+// reservationBook is the working copy of a ReservationState while a batch is applied. The
+// maps only answer "is this job here"; output order comes from sorting, never from the maps.
+type reservationBook struct {
+	reservations map[int64]Reservation
+	released     map[int64]ReleasedJob
+}
+
+// newReservationBook copies the state and forgets released jobs whose memory has run out.
+func newReservationBook(s ReservationState, now time.Time) *reservationBook {
+	b := &reservationBook{
+		reservations: make(map[int64]Reservation, len(s.Reservations)),
+		released:     make(map[int64]ReleasedJob, len(s.Released)),
+	}
+	for _, r := range s.Reservations {
+		b.reservations[r.JobID] = r
+	}
+	for _, j := range s.Released {
+		if j.ForgetAt.After(now) {
+			b.released[j.JobID] = j
+		}
+	}
+	return b
+}
+
+// reserve adds a reservation for the job unless it already holds one or has completed.
+func (b *reservationBook) reserve(job int64, p ReservationParams) bool {
+	if _, ok := b.reservations[job]; ok {
+		return false
+	}
+	if _, ok := b.released[job]; ok {
+		return false
+	}
+	b.reservations[job] = Reservation{JobID: job, ExpiresAt: p.Now.Add(p.Duration), Duration: p.Duration}
+	return true
+}
+
+// release removes the job's own reservation, if any, and remembers the job as completed. It
+// reports whether a reservation was removed.
+func (b *reservationBook) release(job int64, now time.Time) bool {
+	_, had := b.reservations[job]
+	delete(b.reservations, job)
+	if _, ok := b.released[job]; !ok {
+		b.released[job] = ReleasedJob{JobID: job, ForgetAt: now.Add(ReleasedJobMemory)}
+	}
+	return had
+}
+
+// dropExpired removes reservations whose time is up and returns how many.
+func (b *reservationBook) dropExpired(now time.Time) int {
+	n := 0
+	for job, r := range b.reservations {
+		if !r.ExpiresAt.After(now) {
+			delete(b.reservations, job)
+			n++
+		}
+	}
+	return n
+}
+
+// rebaseBeyond restarts the expiry clock of the reservations beyond MaxReplicas in job-id
+// order, each with its own original duration.
+func (b *reservationBook) rebaseBeyond(p ReservationParams) {
+	if p.MaxReplicas < 0 || len(b.reservations) <= p.MaxReplicas {
+		return
+	}
+	jobs := sortedKeys64(b.reservations)
+	for _, job := range jobs[p.MaxReplicas:] {
+		r := b.reservations[job]
+		if r.Duration <= 0 {
+			r.Duration = p.Duration // a record without its duration: give it the pool's
+		}
+		r.ExpiresAt = p.Now.Add(r.Duration)
+		b.reservations[job] = r
+	}
+}
+
+// state returns the book as a ReservationState with slices sorted by job id.
+func (b *reservationBook) state() ReservationState {
+	var s ReservationState
+	for _, job := range sortedKeys64(b.reservations) {
+		s.Reservations = append(s.Reservations, b.reservations[job])
+	}
+	for _, job := range sortedKeys64(b.released) {
+		s.Released = append(s.Released, b.released[job])
+	}
+	return s
+}
+
+// sortedKeys64 returns a map's keys in ascending order, so nothing depends on map order.
+func sortedKeys64[V any](m map[int64]V) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
