@@ -1,0 +1,19 @@
+# runnerflow's entry points. The two a newcomer needs: `make demo` and `make test`.
+GO ?= go
+export GOTOOLCHAIN := local
+export GOFLAGS := -buildvcs=false
+
+.PHONY: demo test tools vet bench
+
+## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
+demo: tools
+	$(GO) run ./demo
+
+## test: build the test world's tools once per machine, then run every test (race detector on).
+test: tools
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 80m ./...
+
+## tools: build the Temporal CLI, kube-apiserver and etcd, fetch GitHub's OpenAPI description (cached per machine).
+tools:
+	bash scripts/tools.sh all
