@@ -165,3 +165,39 @@ var ReservationUpdatePolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }
+
+// ---- Pool workflow ----
+
+const (
+	// MaxPoolReplicas bounds maxReplicas: the pool carries one entry per runner across
+	// continue-as-new, and that state must stay far below Temporal's 2 MB payload limit.
+	MaxPoolReplicas = 1000
+	// PoolListingInterval: while a pool has runners it lists them at GitHub this often (one
+	// paginated call per pool), to learn online/busy changes and find orphans cheaply.
+	PoolListingInterval = 2 * time.Minute
+	// PoolListingIntervalStarting: while any runner is still registering the listing runs this
+	// often, because it is how a new runner is seen online (GitHub sends no webhook for it).
+	PoolListingIntervalStarting = 15 * time.Second
+	// PoolDecisionsKept and PoolFinishedKept bound the status history carried across
+	// continue-as-new; enough to explain the last few minutes of scaling.
+	PoolDecisionsKept = 20
+	PoolFinishedKept  = 50
+	// PoolFailureBackoff doubles per runner that failed in a row, up to PoolFailureBackoffMax,
+	// so a broken template or credential does not churn runners in a tight loop.
+	PoolFailureBackoff    = 30 * time.Second
+	PoolFailureBackoffMax = 10 * time.Minute
+)
+
+// PoolListingPolicy: a listing is a status refresh that repeats at the next interval anyway, so
+// it gives up after a few minutes rather than queueing behind a spent GitHub budget for hours.
+var PoolListingPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
