@@ -1,0 +1,23 @@
+// Package githubdouble is an in-process stand-in for GitHub: the REST endpoints runnerflow calls
+// (runner registration and JIT configuration, runner listing and removal, workflow runs and jobs,
+// GitHub App installation tokens), GitHub's rate limits, workflow_job webhooks, and a small
+// runner protocol that plays the actions runner's side (connect, acquire a job, complete it).
+//
+// It exists because GitHub cannot be reached from test machines, and because the behaviours
+// runnerflow must survive (a busy runner that cannot be deleted, a duplicate JIT name, an
+// exhausted budget, webhooks redelivered or out of order) are hard to provoke on the real
+// service. Shapes follow GitHub's published OpenAPI description; contract_test.go holds the
+// double to it with the real go-github client, so the double cannot drift silently.
+//
+// Behaviour worth knowing:
+//   - A job is assigned only to an online, idle runner that can see it: a runner of the job's
+//     repository, of its organization, or of the organization's enterprise, whose labels contain
+//     every job label except "self-hosted" (compared case-insensitively).
+//   - Ephemeral runners (every JIT runner) are removed right after their job completes.
+//   - Webhooks are delivered asynchronously by Config.WebhookWorkers workers (1 keeps the order
+//     of events). HoldWebhooks parks deliveries until ReleaseWebhooks, which can release them in
+//     order, reversed or shuffled; Redeliver sends a delivery again under the same delivery id,
+//     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried.
+//   - The clock is Config.Now, so rate-limit windows and token expiry can be tested without
+//     waiting.
+package githubdouble

@@ -1,0 +1,212 @@
+package githubdouble
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// JobSpec describes a workflow job to queue: one workflow run with one job.
+type JobSpec struct {
+	// Repository is "owner/repo" of a repository added with AddRepository.
+	Repository string
+	// Labels is the job's runs-on, e.g. ["self-hosted", "linux"].
+	Labels []string
+	// Workflow is the workflow name; empty means "CI".
+	Workflow string
+	// Name is the job name; empty means "build".
+	Name string
+	// HeadBranch is the branch the run is for; empty means "main".
+	HeadBranch string
+}
+
+// Job statuses and the conclusions the double sets, as GitHub spells them.
+const (
+	StatusQueued             = "queued"
+	StatusInProgress         = "in_progress"
+	StatusCompleted          = "completed"
+	ConclusionSuccess        = "success"
+	ConclusionFailure        = "failure"
+	ConclusionCancelled      = "cancelled"
+	ConclusionSkipped        = "skipped"
+	ConclusionNeutral        = "neutral"
+	ConclusionTimedOut       = "timed_out"
+	conclusionActionRequired = "action_required"
+)
+
+// validConclusions are the conclusions a runner may report.
+var validConclusions = []string{ConclusionSuccess, ConclusionFailure, ConclusionCancelled,
+	ConclusionSkipped, ConclusionNeutral, ConclusionTimedOut, conclusionActionRequired}
+
+// Job is a snapshot of a workflow job for tests.
+type Job struct {
+	ID, RunID  int64
+	Repository string
+	Labels     []string
+	Workflow   string
+	Name       string
+	HeadBranch string
+	// Status is queued, in_progress or completed.
+	Status string
+	// Conclusion is empty until the job completes.
+	Conclusion      string
+	RunnerID        int64
+	RunnerName      string
+	RunnerGroupID   int64
+	RunnerGroupName string
+	CreatedAt       time.Time
+	StartedAt       time.Time
+	CompletedAt     time.Time
+}
+
+type job struct {
+	Job
+	repoKey string
+	headSHA string
+}
+
+// QueueJob creates a workflow run with one queued job and sends its "queued" webhook. The job
+// waits until a runner that can see it acquires work.
+func (s *Server) QueueJob(spec JobSpec) (Job, error) {
+	if len(spec.Labels) == 0 {
+		return Job{}, errors.New("githubdouble: a job needs at least one label")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, ok := s.st.repos[lower(spec.Repository)]
+	if !ok {
+		return Job{}, fmt.Errorf("githubdouble: unknown repository %q", spec.Repository)
+	}
+	now := s.now()
+	j := &job{Job: Job{
+		ID: s.st.next("job"), RunID: s.st.next("run"), Repository: repo.fullName(),
+		Labels: slices.Clone(spec.Labels), Workflow: cmp.Or(spec.Workflow, "CI"), Name: cmp.Or(spec.Name, "build"),
+		HeadBranch: cmp.Or(spec.HeadBranch, "main"), Status: StatusQueued,
+		// GitHub sets started_at when the job is queued and again when a runner picks it up.
+		CreatedAt: now, StartedAt: now,
+	}, repoKey: lower(repo.fullName())}
+	j.headSHA = fmt.Sprintf("%040x", j.RunID)
+	s.st.jobs[j.ID] = j
+	s.st.queued = append(s.st.queued, j.ID)
+	s.log.Debug("job queued", "jobID", j.ID, "repository", j.Repository, "labels", j.Labels)
+	s.emitJobEvent(j, "queued")
+	s.st.wakeWaiters()
+	return j.Job, nil
+}
+
+// CancelJob cancels a job: a queued job completes as cancelled without a runner; a job in
+// progress completes as cancelled and frees (or, if ephemeral, removes) its runner.
+func (s *Server) CancelJob(id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.st.jobs[id]
+	if !ok {
+		return fmt.Errorf("githubdouble: unknown job %d", id)
+	}
+	if j.Status == StatusCompleted {
+		return fmt.Errorf("githubdouble: job %d already completed", id)
+	}
+	s.completeJob(j, ConclusionCancelled)
+	return nil
+}
+
+// Job returns a snapshot of one job.
+func (s *Server) Job(id int64) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.st.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.snapshot(), true
+}
+
+// Jobs returns every job, ordered by id.
+func (s *Server) Jobs() []Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Job, 0, len(s.st.jobs))
+	for _, j := range s.st.jobs {
+		out = append(out, j.snapshot())
+	}
+	slices.SortFunc(out, func(a, b Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (j *job) snapshot() Job {
+	out := j.Job
+	out.Labels = slices.Clone(j.Labels)
+	return out
+}
+
+// canSee reports whether a runner's registration covers the job's repository: the repository
+// itself, its organization, or the organization's enterprise. Callers hold s.mu.
+func (s *Server) canSee(r *runner, j *job) bool {
+	repo := s.st.repos[j.repoKey]
+	switch r.scope.Kind {
+	case ScopeRepository:
+		return lower(r.scope.Name) == j.repoKey
+	case ScopeOrganization:
+		return repo.org != "" && repo.org == lower(r.scope.Name)
+	case ScopeEnterprise:
+		org := s.st.orgs[repo.org]
+		return org != nil && org.enterprise != "" && org.enterprise == lower(r.scope.Name)
+	}
+	return false
+}
+
+// labelsMatch reports whether a runner carries every job label; "self-hosted" is implied, and
+// GitHub compares labels case-insensitively.
+func labelsMatch(runnerLabels, jobLabels []string) bool {
+	for _, want := range jobLabels {
+		if strings.EqualFold(want, "self-hosted") {
+			continue
+		}
+		if !slices.ContainsFunc(runnerLabels, func(have string) bool { return strings.EqualFold(have, want) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// assignNext hands the oldest queued job the runner can take to the runner. Callers hold s.mu.
+func (s *Server) assignNext(r *runner) *job {
+	for i, id := range s.st.queued {
+		j := s.st.jobs[id]
+		if !s.canSee(r, j) || !labelsMatch(r.labels, j.Labels) {
+			continue
+		}
+		s.st.queued = slices.Delete(s.st.queued, i, i+1)
+		j.Status = StatusInProgress
+		j.StartedAt = s.now()
+		j.RunnerID, j.RunnerName = r.id, r.name
+		j.RunnerGroupID, j.RunnerGroupName = r.group.id, r.group.name
+		r.jobID = j.ID
+		s.log.Debug("job assigned", "jobID", j.ID, "runner", r.name)
+		s.emitJobEvent(j, "in_progress")
+		return j
+	}
+	return nil
+}
+
+// completeJob finishes a job; its runner becomes idle, or is removed if ephemeral, as GitHub
+// removes an ephemeral runner after its one job. Callers hold s.mu.
+func (s *Server) completeJob(j *job, conclusion string) {
+	if j.Status == StatusQueued {
+		s.st.queued = slices.DeleteFunc(s.st.queued, func(id int64) bool { return id == j.ID })
+	}
+	j.Status = StatusCompleted
+	j.Conclusion = conclusion
+	j.CompletedAt = s.now()
+	s.log.Debug("job completed", "jobID", j.ID, "conclusion", conclusion, "runner", j.RunnerName)
+	if r, ok := s.st.runners[j.RunnerID]; ok && r.jobID == j.ID {
+		r.jobID = 0
+		if r.ephemeral {
+			s.removeRunner(r)
+		}
+	}
+	s.emitJobEvent(j, "completed")
+}

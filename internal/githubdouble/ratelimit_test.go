@@ -1,0 +1,118 @@
+package githubdouble
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v92/github"
+)
+
+func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
+	clock := newFakeClock()
+	w := startWorld(t, Config{RateLimit: 10, Now: clock.Now})
+	c := w.client(testToken, nil)
+	ctx := context.Background()
+	_, resp, err := c.Actions.ListOrganizationRunners(ctx, "acme", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Rate.Limit != 10 || resp.Rate.Remaining != 9 || resp.Rate.Used != 1 {
+		t.Fatalf("rate %+v, want limit 10 remaining 9 used 1", resp.Rate)
+	}
+	if want := clock.Now().Add(time.Hour).Unix(); resp.Rate.Reset.Unix() != want {
+		t.Fatalf("reset %v, want %v", resp.Rate.Reset.Unix(), want)
+	}
+	if got := resp.Header.Get("X-RateLimit-Resource"); got != "core" {
+		t.Fatalf("X-RateLimit-Resource %q, want core", got)
+	}
+	// Error answers carry the headers too.
+	_, resp, err = c.Actions.GetOrganizationRunner(ctx, "acme", 12345)
+	if statusOf(err) != http.StatusNotFound || resp.Header.Get("X-RateLimit-Remaining") != "8" {
+		t.Fatalf("404 answer: %v, remaining %q", err, resp.Header.Get("X-RateLimit-Remaining"))
+	}
+}
+
+func TestPrimaryRateLimitIsRateLimitErrorUntilReset(t *testing.T) {
+	clock := newFakeClock()
+	w := startWorld(t, Config{RateLimit: 3, Now: clock.Now})
+	ctx := context.Background()
+	c := w.client(testToken, nil)
+	for i := range 3 {
+		if _, _, err := c.Actions.ListOrganizationRunners(ctx, "acme", nil); err != nil {
+			t.Fatalf("call %d within budget: %v", i, err)
+		}
+	}
+	// A fresh client, so go-github's own memory of the limit does not answer for the double.
+	_, resp, err := w.client(testToken, nil).Actions.ListOrganizationRunners(ctx, "acme", nil)
+	var rle *github.RateLimitError
+	if !errors.As(err, &rle) {
+		t.Fatalf("call over budget: %T %v, want *github.RateLimitError", err, err)
+	}
+	if resp.StatusCode != http.StatusForbidden || rle.Rate.Remaining != 0 || rle.Rate.Reset.Unix() != clock.Now().Add(time.Hour).Unix() {
+		t.Fatalf("status %d rate %+v", resp.StatusCode, rle.Rate)
+	}
+	// The window ends at reset.
+	clock.Advance(time.Hour)
+	if _, _, err := w.client(testToken, nil).Actions.ListOrganizationRunners(ctx, "acme", nil); err != nil {
+		t.Fatalf("call after the window reset: %v", err)
+	}
+	if n := w.Calls()[CallKey{Route: "GET /orgs/{org}/actions/runners", Status: http.StatusForbidden}]; n != 1 {
+		t.Fatalf("counted %d refused calls, want 1", n)
+	}
+}
+
+func TestBudgetsArePerToken(t *testing.T) {
+	w := startWorld(t, Config{RateLimit: 1, Tokens: []string{"tok-a", "tok-b"}})
+	ctx := context.Background()
+	if _, _, err := w.client("tok-a", nil).Actions.ListOrganizationRunners(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := w.client("tok-b", nil).Actions.ListOrganizationRunners(ctx, "acme", nil)
+	if err != nil || resp.Rate.Remaining != 0 || resp.Rate.Used != 1 {
+		t.Fatalf("second token: %v, rate %+v; want its own budget", err, resp.Rate)
+	}
+}
+
+func TestSecondaryRateLimitIsAbuseRateLimitError(t *testing.T) {
+	w := startWorld(t, Config{})
+	ctx := context.Background()
+	w.SetSecondaryRateLimit(90 * time.Second)
+	_, _, err := w.client(testToken, nil).Actions.ListOrganizationRunners(ctx, "acme", nil)
+	var are *github.AbuseRateLimitError
+	if !errors.As(err, &are) {
+		t.Fatalf("secondary limit: %T %v, want *github.AbuseRateLimitError", err, err)
+	}
+	if are.RetryAfter == nil || *are.RetryAfter != 90*time.Second {
+		t.Fatalf("RetryAfter %v, want 90s", are.RetryAfter)
+	}
+	w.SetSecondaryRateLimit(0)
+	if _, _, err := w.client(testToken, nil).Actions.ListOrganizationRunners(ctx, "acme", nil); err != nil {
+		t.Fatalf("after switching the secondary limit off: %v", err)
+	}
+}
+
+func TestUnknownTokenIs401(t *testing.T) {
+	w := startWorld(t, Config{})
+	ctx := context.Background()
+	_, resp, err := w.client("ghp_wrong", nil).Actions.ListOrganizationRunners(ctx, "acme", nil)
+	if statusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("unknown token: %v, want 401", err)
+	}
+	if _, err := strconv.Atoi(resp.Header.Get("X-RateLimit-Limit")); err != nil {
+		t.Fatalf("401 without rate-limit headers: %v", resp.Header)
+	}
+	if _, _, err := w.client("", nil).Actions.ListOrganizationRunners(ctx, "acme", nil); statusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("no token: %v, want 401", err)
+	}
+	if n := w.Calls()[CallKey{Route: "GET /orgs/{org}/actions/runners", Status: http.StatusUnauthorized}]; n != 2 {
+		t.Fatalf("counted %d 401 answers, want 2", n)
+	}
+	w.ResetCalls()
+	if len(w.Calls()) != 0 {
+		t.Fatal("ResetCalls left counts behind")
+	}
+}

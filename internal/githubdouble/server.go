@@ -1,0 +1,255 @@
+package githubdouble
+
+import (
+	"context"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// AppConfig describes the one GitHub App installation the double knows.
+type AppConfig struct {
+	// ID is the App id, the issuer ("iss") of the JWTs the App signs.
+	ID int64
+	// InstallationID is the installation access tokens can be created for.
+	InstallationID int64
+	// PublicKey verifies the App's RS256 JWTs.
+	PublicKey *rsa.PublicKey
+}
+
+// Config configures a Server. Zero values mean the documented defaults.
+type Config struct {
+	// WebhookURL receives workflow_job and ping deliveries; empty means no webhook (events are
+	// not recorded, as GitHub records nothing without a hook). SetWebhookURL changes it later.
+	WebhookURL string
+	// WebhookSecret signs deliveries (X-Hub-Signature-256).
+	WebhookSecret string
+	// Tokens are the accepted personal access tokens.
+	Tokens []string
+	// App, when set, enables GitHub App authentication and adds "installation" to webhooks.
+	App *AppConfig
+	// RateLimit is the request budget per token per RateWindow; 0 means 5000.
+	RateLimit int
+	// RateWindow is the length of a rate-limit window; 0 means one hour.
+	RateWindow time.Duration
+	// Now is the double's clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives debug logs (never credentials); nil discards them.
+	Logger *slog.Logger
+	// WebhookWorkers is the number of delivery goroutines; 0 means 4. With 1, deliveries leave
+	// in the order the events happened.
+	WebhookWorkers int
+	// WebhookQueueSize bounds the delivery queue; 0 means 10000. A delivery that does not fit
+	// is recorded as failed and not sent.
+	WebhookQueueSize int
+	// WebhookSeed seeds the shuffle of ReleaseWebhooks(ReleaseShuffled), so a shuffled burst
+	// can be replayed; 0 means 1.
+	WebhookSeed uint64
+}
+
+// Server is a running GitHub double. All state sits behind one mutex; ids come from counters,
+// so a scenario replayed against a fresh Server yields the same ids.
+type Server struct {
+	cfg      Config
+	now      func() time.Time
+	log      *slog.Logger
+	listener net.Listener
+	srv      *http.Server
+	baseURL  string
+	done     chan struct{}
+	closing  sync.Once
+	hooks    *hookQueue
+
+	mu sync.Mutex
+	st *state
+}
+
+// Start starts a double listening on 127.0.0.1 on a free port.
+func Start(cfg Config) (*Server, error) {
+	if cfg.App != nil && cfg.App.PublicKey == nil {
+		return nil, errors.New("githubdouble: App.PublicKey is required when App is set")
+	}
+	if cfg.RateLimit < 0 || cfg.RateWindow < 0 || cfg.WebhookWorkers < 0 || cfg.WebhookQueueSize < 0 {
+		return nil, errors.New("githubdouble: negative RateLimit, RateWindow, WebhookWorkers or WebhookQueueSize")
+	}
+	applyDefaults(&cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("githubdouble: listen: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		now:      cfg.Now,
+		log:      cfg.Logger,
+		listener: ln,
+		baseURL:  "http://" + ln.Addr().String() + "/",
+		done:     make(chan struct{}),
+		st:       newState(cfg),
+	}
+	s.hooks = newHookQueue(cfg)
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("github double stopped serving", "error", err)
+		}
+	}()
+	s.hooks.start()
+	return s, nil
+}
+
+func applyDefaults(cfg *Config) {
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = 5000
+	}
+	if cfg.RateWindow == 0 {
+		cfg.RateWindow = time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.WebhookWorkers == 0 {
+		cfg.WebhookWorkers = 4
+	}
+	if cfg.WebhookQueueSize == 0 {
+		cfg.WebhookQueueSize = 10000
+	}
+	if cfg.WebhookSeed == 0 {
+		cfg.WebhookSeed = 1
+	}
+}
+
+// URL is the API base URL with a trailing slash, as go-github's WithURLs and ghinstallation's
+// BaseURL expect it.
+func (s *Server) URL() string { return s.baseURL }
+
+// Close stops the server, ends long polls and stops webhook delivery. Deliveries still queued
+// are dropped.
+func (s *Server) Close() {
+	s.closing.Do(func() {
+		close(s.done)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.srv.Shutdown(ctx); err != nil {
+			_ = s.srv.Close()
+		}
+		s.hooks.stop()
+	})
+}
+
+// scopePrefixes are the three places self-hosted runners can be registered.
+var scopePrefixes = []string{"/repos/{owner}/{repo}", "/orgs/{org}", "/enterprises/{enterprise}"}
+
+// routes registers every endpoint. Each pattern string doubles as the route template under
+// which calls are counted.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, p := range scopePrefixes {
+		s.handleAPI(mux, "POST "+p+"/actions/runners/registration-token", s.handleRegistrationToken)
+		s.handleAPI(mux, "POST "+p+"/actions/runners/remove-token", s.handleRemoveToken)
+		s.handleAPI(mux, "POST "+p+"/actions/runners/generate-jitconfig", s.handleGenerateJITConfig)
+		s.handleAPI(mux, "GET "+p+"/actions/runners", s.handleListRunners)
+		s.handleAPI(mux, "GET "+p+"/actions/runners/{runner_id}", s.handleGetRunner)
+		s.handleAPI(mux, "DELETE "+p+"/actions/runners/{runner_id}", s.handleDeleteRunner)
+	}
+	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs", s.handleListRuns)
+	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs", s.handleListJobs)
+	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
+	s.registerRunnerProtocol(mux)
+	mux.HandleFunc("/", s.handleUnknownRoute)
+	return mux
+}
+
+// handleUnknownRoute answers like GitHub does for a path it does not serve.
+func (s *Server) handleUnknownRoute(w http.ResponseWriter, r *http.Request) {
+	s.count(routeUnmatched, http.StatusNotFound)
+	writeError(w, http.StatusNotFound, "Not Found", docsREST)
+}
+
+// routeUnmatched is the route template calls to unknown paths are counted under.
+const routeUnmatched = "(unmatched)"
+
+const (
+	docsREST      = "https://docs.github.com/rest"
+	docsRunners   = "https://docs.github.com/rest/actions/self-hosted-runners"
+	docsRateLimit = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-rate-limit"
+	docsSecondary = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+	docsAppAuth   = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app"
+)
+
+// apiError is GitHub's error body: basic-error, or validation-error-simple when Errors is set.
+type apiError struct {
+	Message          string   `json:"message"`
+	DocumentationURL string   `json:"documentation_url"`
+	Status           string   `json:"status"`
+	Errors           []string `json:"errors,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, message, docURL string) {
+	writeJSON(w, status, apiError{Message: message, DocumentationURL: docURL, Status: fmt.Sprint(status)})
+}
+
+// writeValidationError answers 422 the way GitHub does for a body that fails its schema.
+func writeValidationError(w http.ResponseWriter, problem, docURL string) {
+	writeJSON(w, http.StatusUnprocessableEntity, apiError{
+		Message:          "Invalid request.\n\n" + problem,
+		DocumentationURL: docURL,
+		Status:           "422",
+		Errors:           []string{problem},
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encoding response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// maxBody bounds request bodies; GitHub's runner endpoints take a few hundred bytes.
+const maxBody = 1 << 20
+
+func readBody(r *http.Request) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r.Body, maxBody))
+}
+
+// statusRecorder remembers the status a handler wrote, for counting.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// formatTime renders a time the way GitHub does: UTC, whole seconds.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// lower folds names: GitHub's owner, repository, organization and enterprise names are
+// case-insensitive in URLs.
+func lower(s string) string { return strings.ToLower(s) }
