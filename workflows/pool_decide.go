@@ -1,0 +1,220 @@
+package workflows
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DecideInput is everything the pool's scaling decision depends on. Decide reads nothing else.
+type DecideInput struct {
+	Now    time.Time
+	Bounds Bounds
+	// Reservations is the number of active reservations (queued jobs holding capacity).
+	Reservations int
+	Mode         PoolMode
+	// TemplateHash is the current spec's; runners made from another hash are outdated.
+	TemplateHash string
+	// Stateful pools give each runner a slot in [0, max); a slot takes a new runner only once
+	// the previous runner in it has ended, so its claims are never mounted twice.
+	Stateful bool
+	// Runners are the pool's live runners (terminal ones already removed).
+	Runners []PoolRunner
+	// LastDesired and LastScaleOut implement the scale-down delay: no idle runner is drained
+	// for a lower desired count within ScaleDownDelay of the last time desired went up.
+	LastDesired    int
+	LastScaleOut   time.Time
+	ScaleDownDelay time.Duration
+	// StartNotBefore holds back starts after failed runners (backoff).
+	StartNotBefore time.Time
+}
+
+// Plan is what the pool does now: start these runners, drain those. The workflow executes it.
+type Plan struct {
+	Desired int
+	// Start lists the new runners; Slot is meaningful only for stateful pools.
+	Start []StartRunner
+	Drain []DrainRunner
+	// ScaleOut is true when desired went up: the scale-down delay restarts now.
+	ScaleOut bool
+	// WakeAt is when a held-back action becomes possible (zero: nothing held back by time).
+	WakeAt time.Time
+	// Why explains desired and anything held back, for the decision log.
+	Why string
+}
+
+// StartRunner is one runner to start.
+type StartRunner struct {
+	Slot int `json:"slot"`
+}
+
+// DrainRunner is one runner to drain, and why.
+type DrainRunner struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Drain reasons, as the runner and the decision log see them.
+const (
+	DrainOutdated  = "outdated template"
+	DrainScaleDown = "scale down"
+	DrainPool      = "pool draining"
+)
+
+// Decide computes the pool's plan. The rules:
+//   - desired = clamp(max(min + reservations, busy + minIdle), min, max); 0 while draining;
+//   - paused: nothing changes;
+//   - rollout: outdated runners that are not busy are drained at once; busy outdated runners
+//     finish their job and are replaced afterwards (an ephemeral runner ends by itself, a
+//     persistent one is drained when it reports idle) — a busy runner is never drained;
+//   - scale up: start runners until the runners that stay (current ones plus busy outdated
+//     ones) reach desired, while the runners that hold capacity (all but idle ones already
+//     leaving) stay within max, and — stateful pools — only into free slots;
+//   - scale down: drain surplus runners that are not busy, least ready first (pending, then
+//     registering, then idle), newest first within a state; held back within the scale-down
+//     delay after a scale-out, except down to max and while draining the pool.
+func Decide(in DecideInput) Plan {
+	v := classify(in)
+	desired, why := desiredCount(in, v.busy)
+	plan := Plan{Desired: desired, ScaleOut: desired > in.LastDesired, Why: why}
+	if in.Mode == PoolPaused {
+		plan.ScaleOut = false
+		plan.Why += "; paused: no changes"
+		return plan
+	}
+	for _, r := range v.outdatedIdle {
+		plan.Drain = append(plan.Drain, DrainRunner{Name: r.Name, Reason: DrainOutdated})
+	}
+	// Outdated idle runners leave now: their capacity goes to their replacements at once.
+	v.occupied -= len(v.outdatedIdle)
+	staying := len(v.current) + v.outdatedBusy
+	switch {
+	case staying > desired:
+		plan.scaleDown(in, v, staying-desired)
+	case staying < desired:
+		plan.scaleUp(in, v, desired-staying)
+	}
+	return plan
+}
+
+// view sorts the pool's runners for one decision.
+type view struct {
+	// current: on the current template and not leaving.
+	current []PoolRunner
+	// outdatedIdle: on an old template, not busy, not leaving — drained by the rollout.
+	outdatedIdle []PoolRunner
+	// outdatedBusy counts busy runners on an old template that are not leaving yet.
+	outdatedBusy int
+	busy         int
+	// occupied counts runners that hold capacity: all but idle runners already leaving.
+	occupied  int
+	usedSlots map[int]bool
+}
+
+func classify(in DecideInput) view {
+	v := view{usedSlots: map[int]bool{}}
+	for _, r := range in.Runners {
+		if r.State.Terminal() {
+			continue
+		}
+		busy := r.State == RunnerBusy || r.Busy
+		leaving := r.Draining || r.State == RunnerDraining
+		if busy {
+			v.busy++
+		}
+		if !leaving || busy {
+			v.occupied++
+		}
+		if r.Stateful {
+			v.usedSlots[r.Slot] = true
+		}
+		switch {
+		case leaving:
+		case r.TemplateHash == in.TemplateHash:
+			v.current = append(v.current, r)
+		case busy:
+			v.outdatedBusy++
+		default:
+			v.outdatedIdle = append(v.outdatedIdle, r)
+		}
+	}
+	return v
+}
+
+func desiredCount(in DecideInput, busy int) (int, string) {
+	b := in.Bounds
+	if in.Mode == PoolDraining {
+		return 0, "pool draining: desired 0"
+	}
+	demand := b.Min + in.Reservations
+	want := max(demand, busy+b.MinIdle)
+	desired := min(max(want, b.Min), b.Max)
+	why := fmt.Sprintf("desired %d = clamp(max(min %d + reservations %d, busy %d + minIdle %d), %d, %d)",
+		desired, b.Min, in.Reservations, busy, b.MinIdle, b.Min, b.Max)
+	return desired, why
+}
+
+func (p *Plan) scaleDown(in DecideInput, v view, surplus int) {
+	if in.Mode != PoolDraining && !in.LastScaleOut.IsZero() {
+		if until := in.LastScaleOut.Add(in.ScaleDownDelay); in.Now.Before(until) && !p.ScaleOut {
+			overMax := len(v.current) + v.outdatedBusy - in.Bounds.Max
+			if overMax <= 0 {
+				p.WakeAt = until
+				p.Why += fmt.Sprintf("; scale-down held until %s (scale-down delay)", until.UTC().Format(time.RFC3339))
+				return
+			}
+			surplus = overMax
+		}
+	}
+	reason := DrainScaleDown
+	if in.Mode == PoolDraining {
+		reason = DrainPool
+	}
+	candidates := slices.DeleteFunc(slices.Clone(v.current), func(r PoolRunner) bool { return r.State == RunnerBusy || r.Busy })
+	slices.SortFunc(candidates, func(a, b PoolRunner) int {
+		return cmp.Or(cmp.Compare(readiness(a.State), readiness(b.State)), cmp.Compare(b.Seq, a.Seq))
+	})
+	for _, r := range candidates[:min(surplus, len(candidates))] {
+		p.Drain = append(p.Drain, DrainRunner{Name: r.Name, Reason: reason})
+	}
+}
+
+// readiness orders runners for scale-down: the least ready go first, so capacity that can
+// already take a job is kept.
+func readiness(s RunnerState) int {
+	switch s {
+	case RunnerPending:
+		return 0
+	case RunnerRegistering:
+		return 1
+	}
+	return 2
+}
+
+func (p *Plan) scaleUp(in DecideInput, v view, want int) {
+	room := in.Bounds.Max - v.occupied
+	n := min(want, max(room, 0))
+	if n < want {
+		p.Why += fmt.Sprintf("; %d start(s) wait for capacity (max %d, %d runners hold capacity)", want-n, in.Bounds.Max, v.occupied)
+	}
+	if n > 0 && in.Now.Before(in.StartNotBefore) {
+		p.WakeAt = in.StartNotBefore
+		p.Why += fmt.Sprintf("; starts held until %s after failed runners", in.StartNotBefore.UTC().Format(time.RFC3339))
+		return
+	}
+	if !in.Stateful {
+		for range n {
+			p.Start = append(p.Start, StartRunner{})
+		}
+		return
+	}
+	for slot := 0; slot < in.Bounds.Max && len(p.Start) < n; slot++ {
+		if !v.usedSlots[slot] {
+			p.Start = append(p.Start, StartRunner{Slot: slot})
+		}
+	}
+	if len(p.Start) < n {
+		p.Why += fmt.Sprintf("; %d start(s) wait for a slot to be freed", n-len(p.Start))
+	}
+}
