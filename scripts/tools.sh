@@ -29,15 +29,15 @@ build_kubernetes() {
   local out=$cache/kubernetes-$kubernetes_version
   [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && return
   log "building kube-apiserver and etcd $kubernetes_version (minutes on a cold machine)"
-  mkdir -p "$out/tmp"
+  mkdir -p "$out"
   local minor=${kubernetes_version#v1.}; minor=${minor%%.*}
   local v=k8s.io/component-base/version
   go -C "$repo/tools/k8s" build \
     -ldflags "-X $v.gitVersion=$kubernetes_version -X $v.gitMajor=1 -X $v.gitMinor=$minor" \
-    -o "$out/tmp/" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
-  mv "$out/tmp/v3" "$out/etcd"
-  mv "$out/tmp/kube-apiserver" "$out/kube-apiserver"
-  rmdir "$out/tmp"
+    -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  go -C "$repo/tools/k8s" build -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
+  mv "$out/etcd.tmp" "$out/etcd"
+  mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
 }
 
 fetch_github_openapi() {
