@@ -1,0 +1,242 @@
+package deploy_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/runnerflow/runnerflow/deploy"
+)
+
+// serviceAccountClient acts as the named ServiceAccount of the runnerflow namespace, with the
+// groups the API server gives every ServiceAccount token.
+func serviceAccountClient(t *testing.T, name string) kubernetes.Interface {
+	t.Helper()
+	k := startKube(t)
+	cfg := k.ImpersonatingConfig("system:serviceaccount:"+deploy.Namespace+":"+name,
+		"system:serviceaccounts", "system:serviceaccounts:"+deploy.Namespace)
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// grants lists what a client may do in ns as "group/resource verb" (core group written as
+// ""), beyond what every authenticated identity may do anyway: the baseline is measured on a
+// ServiceAccount that nothing is bound to.
+func grants(t *testing.T, c kubernetes.Interface, ns string) []string {
+	t.Helper()
+	baseline := rulesOf(t, serviceAccountClient(t, "nothing-is-bound-to-this-account"), ns)
+	var out []string
+	for _, r := range rulesOf(t, c, ns) {
+		if !slices.Contains(baseline, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func rulesOf(t *testing.T, c kubernetes.Interface, ns string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	review, err := c.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
+		&authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("rules review in %s: %v", ns, err)
+	}
+	if review.Status.Incomplete {
+		t.Fatalf("rules review in %s is incomplete: %s", ns, review.Status.EvaluationError)
+	}
+	var out []string
+	for _, r := range review.Status.ResourceRules {
+		if len(r.ResourceNames) > 0 {
+			t.Errorf("rule limited to names %v: not expected from runnerflow's Role", r.ResourceNames)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					out = append(out, fmt.Sprintf("%s/%s %s", g, res, v))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestWorkerMayDoExactlyWhatItsRoleSaysInItsNamespaceOnly(t *testing.T) {
+	applyBase(t)
+	worker := serviceAccountClient(t, deploy.WorkerServiceAccount)
+	want := []string{
+		"/events create", "/events patch",
+		"/persistentvolumeclaims create", "/persistentvolumeclaims delete", "/persistentvolumeclaims get", "/persistentvolumeclaims list",
+		"/pods create", "/pods delete", "/pods get", "/pods list", "/pods watch",
+		"/secrets create", "/secrets delete", "/secrets get", "/secrets patch", "/secrets update",
+		"events.k8s.io/events create", "events.k8s.io/events patch",
+	}
+	if got := grants(t, worker, deploy.Namespace); !slices.Equal(got, want) {
+		t.Errorf("in %s the worker may\n  %v\nwant exactly\n  %v", deploy.Namespace, got, want)
+	}
+	other := startKube(t).NewNamespace(t)
+	if got := grants(t, worker, other); len(got) > 0 {
+		t.Errorf("in namespace %s the worker may %v; want nothing beyond its own namespace", other, got)
+	}
+}
+
+func TestStarterHasNoKubernetesRights(t *testing.T) {
+	applyBase(t)
+	starter := serviceAccountClient(t, deploy.StarterServiceAccount)
+	if got := grants(t, starter, deploy.Namespace); len(got) > 0 {
+		t.Errorf("the starter may %v in %s; want nothing", got, deploy.Namespace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := starter.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "starter lists pods", err)
+	_, err = starter.CoreV1().Secrets(deploy.Namespace).Get(ctx, "runnerflow-github", metav1.GetOptions{})
+	expectForbidden(t, "starter reads the GitHub secret", err)
+}
+
+func expectForbidden(t *testing.T, what string, err error) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("%s: got %v, want Forbidden", what, err)
+	}
+}
+
+func expectAllowed(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
+// The worker's whole lifecycle of a runner's objects works with real requests: create the
+// secret, create the pod, hand the secret to the pod, record an event, watch, clean up.
+func TestWorkerCanManageRunnerObjects(t *testing.T) {
+	applyBase(t)
+	w := serviceAccountClient(t, deploy.WorkerServiceAccount)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := deploy.Namespace
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rbac-runner"}, StringData: map[string]string{"jitconfig": "x"}}
+	_, err := w.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+	expectAllowed(t, "create secret", err)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-runner"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "runner", Image: "ghcr.io/actions/actions-runner:2.328.0"}}},
+	}
+	created, err := w.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	owner := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":%q,"uid":%q}]}}`, created.Name, created.UID)
+	_, err = w.CoreV1().Secrets(ns).Patch(ctx, secret.Name, types.MergePatchType, []byte(owner), metav1.PatchOptions{})
+	expectAllowed(t, "patch the secret's owner reference", err)
+	got, err := w.CoreV1().Secrets(ns).Get(ctx, secret.Name, metav1.GetOptions{})
+	expectAllowed(t, "get secret", err)
+	if err == nil {
+		got.Labels = map[string]string{"runnerflow.dev/runner": "rbac-runner"}
+		_, err = w.CoreV1().Secrets(ns).Update(ctx, got, metav1.UpdateOptions{})
+		expectAllowed(t, "update secret", err)
+	}
+	_, err = w.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=runnerflow"})
+	expectAllowed(t, "list pods", err)
+	watch, err := w.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	expectAllowed(t, "watch pods", err)
+	if err == nil {
+		watch.Stop()
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-runner.started"}, EventTime: metav1.NowMicro(),
+		ReportingController: "runnerflow.dev/worker", ReportingInstance: "worker-0", Action: "Start", Reason: "Started",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: created.Name, UID: created.UID}, Type: corev1.EventTypeNormal,
+	}
+	_, err = w.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+	expectAllowed(t, "create event", err)
+	_, err = w.EventsV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, []byte(fmt.Sprintf(`{"series":{"count":2,"lastObservedTime":%q}}`, time.Now().UTC().Format(metav1.RFC3339Micro))), metav1.PatchOptions{})
+	expectAllowed(t, "patch event (a repeat, as the event recorder counts it)", err)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "rbac-cache-0"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	_, err = w.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{})
+	expectAllowed(t, "create claim", err)
+	_, err = w.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	expectAllowed(t, "list claims", err)
+	expectAllowed(t, "delete claim", w.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim.Name, metav1.DeleteOptions{}))
+	expectAllowed(t, "delete pod", w.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
+	expectAllowed(t, "delete secret", w.CoreV1().Secrets(ns).Delete(ctx, secret.Name, metav1.DeleteOptions{}))
+}
+
+// Real requests the worker must be refused: anything outside its namespace, anything
+// cluster-scoped, and the verbs its Role leaves out inside the namespace.
+func TestWorkerIsRefusedEverythingElse(t *testing.T) {
+	applyBase(t)
+	w := serviceAccountClient(t, deploy.WorkerServiceAccount)
+	other := startKube(t).NewNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	_, err := w.CoreV1().Pods(other).Create(ctx, pod, metav1.CreateOptions{})
+	expectForbidden(t, "create a pod in another namespace", err)
+	_, err = w.CoreV1().Secrets(other).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	expectForbidden(t, "create a secret in another namespace", err)
+	_, err = w.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list pods in all namespaces", err)
+	_, err = w.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list nodes", err)
+	_, err = w.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "worker-made"}}, metav1.CreateOptions{})
+	expectForbidden(t, "create a namespace", err)
+	_, err = w.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list persistent volumes", err)
+	_, err = w.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list cluster roles", err)
+	_, err = w.CoreV1().Secrets(deploy.Namespace).List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list secrets (only named gets are granted)", err)
+	_, err = w.CoreV1().ConfigMaps(deploy.Namespace).List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list config maps", err)
+	_, err = w.AppsV1().Deployments(deploy.Namespace).List(ctx, metav1.ListOptions{})
+	expectForbidden(t, "list deployments", err)
+	_, err = w.CoreV1().Pods(deploy.Namespace).Patch(ctx, "any", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
+	expectForbidden(t, "patch a pod", err)
+	for _, ra := range []authv1.ResourceAttributes{
+		{Namespace: deploy.Namespace, Verb: "create", Resource: "pods", Subresource: "exec"},
+		{Namespace: deploy.Namespace, Verb: "get", Resource: "pods", Subresource: "log"},
+		{Namespace: deploy.Namespace, Verb: "update", Resource: "pods", Subresource: "status"},
+		{Namespace: deploy.Namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token"},
+		{Namespace: deploy.Namespace, Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+		{Namespace: deploy.Namespace, Verb: "deletecollection", Resource: "pods"},
+		{Namespace: deploy.Namespace, Verb: "watch", Resource: "secrets"},
+	} {
+		if allowed(t, w, ra) {
+			t.Errorf("the worker may %s %s/%s; its Role does not grant it", ra.Verb, ra.Resource, ra.Subresource)
+		}
+	}
+}
+
+func allowed(t *testing.T, c kubernetes.Interface, ra authv1.ResourceAttributes) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	review, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+		&authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("access review %+v: %v", ra, err)
+	}
+	return review.Status.Allowed
+}
