@@ -3,8 +3,8 @@ package deploy_test
 import (
 	"context"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
