@@ -18,4 +18,7 @@ const (
 	ErrNotFound = "NotFound"
 	// ErrTransient: a 5xx, a conflict or a network error; retried under the activity's policy.
 	ErrTransient = "Transient"
+	// ErrRunnerFailed: a runner workflow gave up (its runner never came online within
+	// MaxRegistrationAttempts, or an activity failed for good); the workflow fails visibly.
+	ErrRunnerFailed = "RunnerFailed"
 )

@@ -45,6 +45,21 @@ const (
 	// MaxJobDuration bounds the busy-unregister retries: GitHub cancels self-hosted jobs after
 	// 5 days, so a runner busy longer than that is not coming back.
 	MaxJobDuration = 5 * 24 * time.Hour
+	// EphemeralExitGrace: after an ephemeral runner's job completed, its pod exits by itself
+	// within seconds; if no pod signal arrives by then (missed watcher event), the runner is
+	// cleaned up anyway instead of waiting for the next pod check.
+	EphemeralExitGrace = 2 * time.Minute
+	// StuckOfflineGrace: a runner seen online that GitHub later lists offline while its pod
+	// still runs may be restarting (self-update, network blip); after this long it is stuck
+	// (e.g. looping on a revoked credential) and is replaced.
+	StuckOfflineGrace = 5 * time.Minute
+	// RunnerHistoryLimit: a persistent runner's workflow continues as new beyond this many
+	// history events (about a day of pod checks and job signals), so a worker restart replays
+	// a short history; the server's own suggestion also triggers it.
+	RunnerHistoryLimit = 2000
+	// RecentJobsKept: a runner remembers this many completed job ids, enough to ignore a
+	// redelivered or late job event without the list growing with a persistent runner's age.
+	RecentJobsKept = 16
 )
 
 // ---- GitHub API budget ----
@@ -97,6 +112,20 @@ var UnregisterBusyPolicy = workflow.ActivityOptions{
 		InitialInterval:        BusyUnregisterRetryInterval,
 		BackoffCoefficient:     1,
 		MaximumInterval:        BusyUnregisterRetryInterval,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// PodCheckPolicy: the backstop pod read repeats every PodCheckInterval anyway, so a failing
+// check gives up after two minutes instead of holding up the runner's signal loop for an hour.
+var PodCheckPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }

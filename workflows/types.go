@@ -110,6 +110,9 @@ type RunnerInput struct {
 	Slot        int          `json:"slot,omitempty"`
 	SlotVolumes []SlotVolume `json:"slotVolumes,omitempty"`
 	Spec        RunnerSpec   `json:"spec"`
+	// Resume is set only by the runner workflow itself when it continues as new: the
+	// registration and pod it already has and what it has observed. Nil on a first start.
+	Resume *RunnerResume `json:"resume,omitempty"`
 }
 
 // RunnerResult is what a runner workflow returns when its runner is gone.

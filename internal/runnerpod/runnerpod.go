@@ -17,6 +17,9 @@ const (
 	AnnotationTemplateHash = "runnerflow.dev/template-hash"
 	// AnnotationWorkflowID carries the id of the runner workflow that owns the pod.
 	AnnotationWorkflowID = "runnerflow.dev/workflow-id"
+	// AnnotationRunnerID carries, on a runner's Secret, the GitHub runner id its JIT
+	// configuration belongs to, so a retried registration can adopt it instead of minting another.
+	AnnotationRunnerID = "runnerflow.dev/runner-id"
 
 	// RunnerContainerName is the container that runs the GitHub Actions runner.
 	RunnerContainerName = "runner"

@@ -1,0 +1,365 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+)
+
+// Versioning. A runner workflow lives as long as its runner (a persistent runner: weeks), so
+// workers replay histories written by older code. Any change to the commands this workflow
+// issues (which activities, timers, signals, in which order) must be guarded:
+//
+//	if workflow.GetVersion(ctx, "<change-id>", workflow.DefaultVersion, 1) == 1 { new } else { old }
+//
+// with one line below per change, and a history recorded with the new code added to testdata/
+// (runner_replay_test.go replays every file there).
+//
+// Change ids: none yet; this is the first version.
+
+// RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
+// registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
+// with error type ErrRunnerFailed) only when the runner never came online within
+// MaxRegistrationAttempts or an activity failed for good; otherwise it returns the runner's end.
+func RunnerWorkflow(ctx workflow.Context, in RunnerInput) (RunnerResult, error) {
+	r := newRunner(ctx, in)
+	if err := in.validate(); err != nil {
+		return r.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidSpec, nil))
+	}
+	if err := r.setupHandlers(ctx); err != nil {
+		return RunnerResult{}, err
+	}
+	return r.run(ctx)
+}
+
+// runner is one runner workflow's state. Signal and update handlers only record into obs; the
+// loop in watch decides and acts.
+type runner struct {
+	in     RunnerInput
+	mode   RegistrationMode
+	limits watchLimits
+	log    log.Logger
+
+	attempt    int
+	registered bool
+	reg        RegisterRunnerOutput
+	podUID     string
+	state      RunnerState
+	reason     string
+	obs        RunnerObservations
+
+	sources []signalSource
+	wake    workflow.Channel
+	timer   *deadlineTimer
+	// cleaningUp is set while unregistering and deleting, so a failure there is not retried by
+	// the failure path's own cleanup.
+	cleaningUp bool
+}
+
+func newRunner(ctx workflow.Context, in RunnerInput) *runner {
+	r := &runner{
+		in:   in,
+		mode: in.Spec.mode(),
+		limits: watchLimits{
+			registrationTimeout: in.Spec.RegistrationTimeout,
+			ephemeral:           in.Spec.Ephemeral,
+		},
+		log:  log.With(workflow.GetLogger(ctx), "pool", in.Pool, "runner", in.Name),
+		wake: workflow.NewBufferedChannel(ctx, 1),
+	}
+	if r.limits.registrationTimeout <= 0 {
+		r.limits.registrationTimeout = DefaultRegistrationTimeout
+	}
+	if res := in.Resume; res != nil {
+		r.attempt, r.registered, r.podUID = res.Attempt, res.Registered, res.PodUID
+		r.reg = RegisterRunnerOutput{RunnerID: res.RunnerID, SecretName: res.SecretName, RunnerURL: res.RunnerURL}
+		r.state, r.obs = res.State, res.Observed
+		r.in.Resume = nil
+	}
+	r.sources = r.signalSources(ctx)
+	return r
+}
+
+// run reads as the runner's lifecycle: register and start a pod, watch it, and either finish
+// (unregister, delete) or, if the runner never came online, tear down and try again.
+func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
+	if r.state == "" {
+		r.setState(ctx, RunnerPending, "")
+	}
+	for {
+		if r.podUID == "" {
+			if r.drainSignals(); r.obs.Drain != nil {
+				return r.finish(ctx, ending{reason: withDetail("drained before registration", r.obs.Drain.Reason)})
+			}
+			if err := r.registerAndStart(ctx); err != nil {
+				return r.fail(ctx, err)
+			}
+		}
+		end := r.watch(ctx)
+		switch end.kind {
+		case endContinueAsNew:
+			return RunnerResult{}, r.continueAsNew(ctx)
+		case endCancelled:
+			return r.cancelled(ctx)
+		case endFinish:
+			return r.finish(ctx, end)
+		}
+		r.log.Warn("Runner did not come online; registering again", "attempt", r.attempt, "reason", end.reason)
+		if err := r.cleanup(ctx, end); err != nil {
+			return r.fail(ctx, err)
+		}
+		if r.attempt >= MaxRegistrationAttempts {
+			return r.fail(ctx, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"runner did not come online after %d attempts (%s)", r.attempt, end.reason), ErrRunnerFailed, nil))
+		}
+	}
+}
+
+// registerAndStart registers the runner at GitHub (credential into the Secret), creates its
+// pod and makes the pod own the Secret.
+func (r *runner) registerAndStart(ctx workflow.Context) error {
+	r.attempt++
+	r.obs = RunnerObservations{Drain: r.obs.Drain, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
+	r.setState(ctx, RunnerRegistering, "")
+	spec := r.in.Spec
+	reg, err := registerRunner(ctx, RegisterRunnerInput{
+		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+		Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode,
+		WorkFolder: spec.WorkFolder,
+	})
+	if err != nil {
+		return fmt.Errorf("register runner: %w", err)
+	}
+	r.registered, r.reg = true, reg
+	pod, err := createRunnerPod(ctx, CreateRunnerPodInput{
+		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+		Template: spec.Template, TemplateHash: spec.TemplateHash, SecretName: reg.SecretName,
+		Mode: r.mode, SlotVolumes: r.in.SlotVolumes, RunnerURL: reg.RunnerURL, Labels: spec.Labels,
+		RunnerGroup: spec.RunnerGroup, Ephemeral: spec.Ephemeral, WorkFolder: spec.WorkFolder,
+	})
+	if err != nil {
+		return fmt.Errorf("create runner pod: %w", err)
+	}
+	r.podUID = pod.UID
+	now := workflow.Now(ctx)
+	r.obs.AttemptStart, r.obs.LastPodCheck = now, now
+	if _, err := setSecretOwner(ctx, SetSecretOwnerInput{
+		Namespace: spec.Namespace, SecretName: reg.SecretName, PodName: r.in.Name, PodUID: pod.UID,
+	}); err != nil {
+		return fmt.Errorf("set runner secret owner: %w", err)
+	}
+	return nil
+}
+
+// finish removes a runner whose work is over: unregister (retried while GitHub says busy, so
+// a busy runner is never removed), delete the pod, delete the Secret.
+func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) {
+	r.setState(ctx, RunnerDraining, end.reason)
+	if err := r.cleanup(ctx, end); err != nil {
+		return r.fail(ctx, err)
+	}
+	r.setState(ctx, RunnerDone, end.reason)
+	return r.result(), nil
+}
+
+// cleanup undoes what the current attempt created, in the order that never kills a busy runner.
+func (r *runner) cleanup(ctx workflow.Context, end ending) error {
+	r.cleaningUp = true
+	defer func() { r.cleaningUp = false }()
+	if r.registered && !end.githubDone {
+		if _, err := removeRunner(ctx, r.runnerRef()); err != nil {
+			return fmt.Errorf("remove runner from GitHub: %w", err)
+		}
+	}
+	r.registered = false
+	if r.podUID != "" {
+		if _, err := deleteRunnerPod(ctx, r.podRef()); err != nil {
+			return fmt.Errorf("delete runner pod: %w", err)
+		}
+		r.podUID = ""
+	}
+	if r.reg.SecretName != "" {
+		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
+			return fmt.Errorf("delete runner secret: %w", err)
+		}
+		r.reg.SecretName = ""
+	}
+	return nil
+}
+
+// fail ends the workflow visibly: it cleans up what it can (unless the cleanup is what
+// failed), reports failed to the pool and returns a non-retryable error.
+func (r *runner) fail(ctx workflow.Context, cause error) (RunnerResult, error) {
+	if temporal.IsCanceledError(cause) {
+		return r.cancelled(ctx)
+	}
+	reason := cause.Error()
+	if !r.cleaningUp {
+		if err := r.cleanup(ctx, ending{}); err != nil {
+			r.log.Error("Cleanup after failure failed", "error", err)
+		}
+	}
+	r.setState(ctx, RunnerFailed, reason)
+	var appErr *temporal.ApplicationError
+	if errors.As(cause, &appErr) && appErr.Type() == ErrRunnerFailed {
+		return r.result(), cause
+	}
+	return r.result(), temporal.NewNonRetryableApplicationError(reason, ErrRunnerFailed, cause)
+}
+
+// cancelled cleans up on a context the cancellation does not reach, then reports the runner
+// done and returns the cancellation.
+func (r *runner) cancelled(ctx workflow.Context) (RunnerResult, error) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if err := r.cleanup(dctx, ending{}); err != nil {
+		r.log.Error("Cleanup after cancellation failed", "error", err)
+	}
+	r.setState(dctx, RunnerDone, "cancelled")
+	return r.result(), temporal.NewCanceledError()
+}
+
+// continueAsNew carries the runner into a new run once every signal and handler is settled.
+func (r *runner) continueAsNew(ctx workflow.Context) error {
+	r.drainSignals()
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	in := r.in
+	in.Resume = &RunnerResume{
+		Attempt: r.attempt, Registered: r.registered, RunnerID: r.reg.RunnerID,
+		SecretName: r.reg.SecretName, RunnerURL: r.reg.RunnerURL, PodUID: r.podUID,
+		State: r.state, Observed: r.obs,
+	}
+	return workflow.NewContinueAsNewError(ctx, RunnerWorkflowType, in)
+}
+
+// setState records a state change, keeps the search attributes current and reports it to the
+// pool, once per change. A runner started without a pool (no pool workflow) reports to no one.
+func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string) {
+	if state == r.state {
+		// Same state: nothing to tell the pool; a new reason is kept for the next report.
+		if reason != "" {
+			r.reason = reason
+		}
+		return
+	}
+	r.state, r.reason = state, reason
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrRunnerState.ValueSet(string(state)), SearchAttrPool.ValueSet(r.in.Pool)); err != nil {
+		r.log.Warn("Cannot update search attributes", "error", err)
+	}
+	if r.in.Pool == "" {
+		return
+	}
+	report := RunnerStateReport{
+		Runner: r.in.Name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot,
+		RunnerID: r.reg.RunnerID, Reason: reason,
+	}
+	// Waiting for delivery keeps the pool's view in order: the next report leaves only after
+	// this one arrived.
+	err := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(r.in.Pool), "", SignalRunnerState, report).Get(ctx, nil)
+	var noPool *temporal.UnknownExternalWorkflowExecutionError
+	if err != nil && !errors.As(err, &noPool) {
+		r.log.Warn("Cannot report runner state to pool", "state", state, "error", err)
+	}
+}
+
+func (r *runner) setupHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (RunnerStatus, error) {
+		return r.status(), nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDrain,
+		func(ctx workflow.Context, req DrainRequest) (DrainResult, error) {
+			r.obs.recordDrain(req)
+			r.wake.SendAsync(true)
+			return DrainResult{State: RunnerDraining, Busy: r.obs.Busy}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(DrainRequest) error {
+			if r.state.Terminal() {
+				return fmt.Errorf("runner %s has already ended (%s)", r.in.Name, r.state)
+			}
+			return nil
+		}})
+}
+
+func (r *runner) status() RunnerStatus {
+	return RunnerStatus{
+		Pool: r.in.Pool, Name: r.in.Name, State: r.state, TemplateHash: r.in.Spec.TemplateHash,
+		Slot: r.in.Slot, RunnerID: r.reg.RunnerID, Attempt: r.attempt, PodPhase: r.obs.PodPhase,
+		Online: r.obs.Online, Busy: r.obs.Busy, JobID: r.obs.JobID, JobsRun: r.obs.JobsRun,
+		Draining: r.obs.Drain != nil, Reason: r.reason,
+	}
+}
+
+func (r *runner) result() RunnerResult {
+	return RunnerResult{
+		Name: r.in.Name, FinalState: r.state, RunnerID: r.reg.RunnerID, JobsRun: r.obs.JobsRun, Reason: r.reason,
+	}
+}
+
+func (r *runner) workflowID() string { return RunnerWorkflowID(r.in.Pool, r.in.Name) }
+
+func (r *runner) runnerRef() RunnerRef {
+	return RunnerRef{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID, Name: r.in.Name}
+}
+
+func (r *runner) podRef() PodRef {
+	return PodRef{Namespace: r.in.Spec.Namespace, Name: r.in.Name, UID: r.podUID}
+}
+
+// mode is the registration mode, defaulted: JIT for ephemeral runners, a registration token
+// for persistent ones (JIT runners are always ephemeral at GitHub).
+func (s RunnerSpec) mode() RegistrationMode {
+	switch {
+	case s.Mode != "":
+		return s.Mode
+	case s.Ephemeral:
+		return RegistrationJIT
+	}
+	return RegistrationToken
+}
+
+// validate reports every problem of a runner input at once.
+func (in RunnerInput) validate() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if in.Pool == "" || in.Name == "" {
+		add("pool and name are required")
+	}
+	if len(in.Name) > maxRunnerNameLength {
+		add("runner name %q is longer than %d characters", in.Name, maxRunnerNameLength)
+	}
+	if in.Spec.Namespace == "" {
+		add("spec.namespace is required")
+	}
+	if err := in.Spec.Scope.Validate(); err != nil {
+		add("spec.scope: %v", err)
+	}
+	switch in.Spec.mode() {
+	case RegistrationJIT:
+		if !in.Spec.Ephemeral {
+			add("JIT runners are always ephemeral; use mode %q for persistent runners", RegistrationToken)
+		}
+		if len(in.Spec.Labels) == 0 {
+			add("spec.labels: GitHub requires at least one label for a JIT runner")
+		}
+	case RegistrationToken:
+	default:
+		add("spec.mode %q is not %q or %q", in.Spec.Mode, RegistrationJIT, RegistrationToken)
+	}
+	if !hasRunnerContainer(in.Spec.Template.Spec.Containers) {
+		add("spec.template has no container named %q", runnerpod.RunnerContainerName)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return errors.New("invalid runner input: " + strings.Join(problems, "; "))
+}

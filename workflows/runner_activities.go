@@ -1,0 +1,188 @@
+package workflows
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity names of the runner lifecycle. Activities are registered under these names, so a
+// renamed Go method never breaks a running history. Each has one external side effect and is
+// idempotent (create-or-adopt; delete where NotFound is success).
+const (
+	// ActivityRegisterRunner asks GitHub for a JIT configuration (or a registration token) and
+	// writes it into the runner's Secret in the same activity: the credential never reaches
+	// the workflow history. Runs on GitHubTaskQueue.
+	ActivityRegisterRunner = "RegisterRunner"
+	// ActivityGetRunner reads one runner's GitHub status (by id, or by name while the id is
+	// unknown). Runs on GitHubTaskQueue; used only at the registration timeout.
+	ActivityGetRunner = "GetRunner"
+	// ActivityRemoveRunner removes a runner's GitHub registration; 404 is success, 422 is
+	// RunnerBusy. Runs on GitHubTaskQueue.
+	ActivityRemoveRunner = "RemoveRunner"
+	// ActivityCreateRunnerPod creates (or adopts) the runner's pod.
+	ActivityCreateRunnerPod = "CreateRunnerPod"
+	// ActivitySetSecretOwner makes the pod the owner of the runner's Secret, so a cluster's
+	// garbage collector removes the Secret with the pod.
+	ActivitySetSecretOwner = "SetRunnerSecretOwner"
+	// ActivityGetRunnerPod reads the pod's phase: the backstop for a missed pod-watcher signal.
+	ActivityGetRunnerPod = "GetRunnerPod"
+	// ActivityDeleteRunnerPod deletes the runner's pod; NotFound is success.
+	ActivityDeleteRunnerPod = "DeleteRunnerPod"
+	// ActivityDeleteRunnerSecret deletes the runner's Secret; NotFound is success.
+	ActivityDeleteRunnerSecret = "DeleteRunnerSecret"
+)
+
+// RegisterRunnerInput asks for one runner's registration.
+type RegisterRunnerInput struct {
+	Pool string `json:"pool"`
+	// Name is the runner name at GitHub and the Secret's name.
+	Name string `json:"name"`
+	// WorkflowID is the owner written on the Secret; a Secret of the same name with another
+	// owner is never adopted.
+	WorkflowID  string           `json:"workflowId"`
+	Namespace   string           `json:"namespace"`
+	Scope       Scope            `json:"scope"`
+	Labels      []string         `json:"labels"`
+	RunnerGroup string           `json:"runnerGroup,omitempty"`
+	Mode        RegistrationMode `json:"mode"`
+	WorkFolder  string           `json:"workFolder,omitempty"`
+}
+
+// RegisterRunnerOutput names what the registration created; never the credential itself.
+type RegisterRunnerOutput struct {
+	// RunnerID is GitHub's id of the runner; 0 in registration-token mode, where the runner
+	// registers itself and the id is learned later by name.
+	RunnerID int64 `json:"runnerId,omitempty"`
+	// SecretName is the Secret holding the JIT configuration or registration token.
+	SecretName string `json:"secretName"`
+	// RunnerURL is the web URL a runner in registration-token mode configures itself against.
+	RunnerURL string `json:"runnerUrl,omitempty"`
+	// Adopted is true when a previous attempt's registration was found and kept.
+	Adopted bool `json:"adopted,omitempty"`
+}
+
+// RunnerRef names a runner at GitHub, for GetRunner and RemoveRunner.
+type RunnerRef struct {
+	Scope Scope `json:"scope"`
+	// RunnerID is preferred; when 0 the runner is looked up by Name.
+	RunnerID int64  `json:"runnerId,omitempty"`
+	Name     string `json:"name"`
+}
+
+// GetRunnerOutput is a runner's GitHub status.
+type GetRunnerOutput struct {
+	// Found is false when GitHub does not know the runner.
+	Found    bool  `json:"found"`
+	RunnerID int64 `json:"runnerId,omitempty"`
+	Online   bool  `json:"online"`
+	Busy     bool  `json:"busy"`
+}
+
+// RemoveRunnerOutput says whether a registration was removed or was already gone.
+type RemoveRunnerOutput struct {
+	// Removed is false when GitHub no longer knew the runner (404), which counts as success.
+	Removed bool `json:"removed"`
+}
+
+// CreateRunnerPodInput describes the pod of one runner.
+type CreateRunnerPodInput struct {
+	Pool       string `json:"pool"`
+	Name       string `json:"name"`
+	WorkflowID string `json:"workflowId"`
+	Namespace  string `json:"namespace"`
+	// Template is the pool's pod template; it must have a container named "runner".
+	Template     corev1.PodTemplateSpec `json:"template"`
+	TemplateHash string                 `json:"templateHash"`
+	SecretName   string                 `json:"secretName"`
+	Mode         RegistrationMode       `json:"mode"`
+	SlotVolumes  []SlotVolume           `json:"slotVolumes,omitempty"`
+	// The fields below configure a runner in registration-token mode (ignored in JIT mode,
+	// where the JIT configuration carries them).
+	RunnerURL   string   `json:"runnerUrl,omitempty"`
+	Labels      []string `json:"labels,omitempty"`
+	RunnerGroup string   `json:"runnerGroup,omitempty"`
+	Ephemeral   bool     `json:"ephemeral,omitempty"`
+	WorkFolder  string   `json:"workFolder,omitempty"`
+}
+
+// CreateRunnerPodOutput identifies the created (or adopted) pod.
+type CreateRunnerPodOutput struct {
+	UID     string `json:"uid"`
+	Adopted bool   `json:"adopted,omitempty"`
+}
+
+// SetSecretOwnerInput makes a pod the owner of a runner's Secret.
+type SetSecretOwnerInput struct {
+	Namespace  string `json:"namespace"`
+	SecretName string `json:"secretName"`
+	PodName    string `json:"podName"`
+	PodUID     string `json:"podUid"`
+}
+
+// PodRef names one runner pod. UID, when set, pins the pod: a different pod that took the name
+// is not ours (reads report it gone, deletes leave it alone).
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// GetRunnerPodOutput is a pod's state as the runner workflow needs it.
+type GetRunnerPodOutput struct {
+	// Exists is false when the pod (with the given UID) is gone.
+	Exists   bool     `json:"exists"`
+	Phase    PodPhase `json:"phase,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Deleting bool     `json:"deleting,omitempty"`
+}
+
+// SecretRef names one runner Secret.
+type SecretRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Nothing is the output of activities that have nothing to report; one struct rather than no
+// result, so a field can be added later without changing the signature.
+type Nothing struct{}
+
+// runActivity runs one activity under a policy and decodes its result: the one place the
+// typed helpers below share.
+func runActivity[I, O any](ctx workflow.Context, policy workflow.ActivityOptions, name string, in I) (O, error) {
+	var out O
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, policy), name, in).Get(ctx, &out)
+	return out, err
+}
+
+func registerRunner(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
+	return runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, GitHubActivityPolicy, ActivityRegisterRunner, in)
+}
+
+func getRunner(ctx workflow.Context, in RunnerRef) (GetRunnerOutput, error) {
+	return runActivity[RunnerRef, GetRunnerOutput](ctx, GitHubActivityPolicy, ActivityGetRunner, in)
+}
+
+func removeRunner(ctx workflow.Context, in RunnerRef) (RemoveRunnerOutput, error) {
+	return runActivity[RunnerRef, RemoveRunnerOutput](ctx, UnregisterBusyPolicy, ActivityRemoveRunner, in)
+}
+
+func createRunnerPod(ctx workflow.Context, in CreateRunnerPodInput) (CreateRunnerPodOutput, error) {
+	return runActivity[CreateRunnerPodInput, CreateRunnerPodOutput](ctx, KubernetesActivityPolicy, ActivityCreateRunnerPod, in)
+}
+
+func setSecretOwner(ctx workflow.Context, in SetSecretOwnerInput) (Nothing, error) {
+	return runActivity[SetSecretOwnerInput, Nothing](ctx, KubernetesActivityPolicy, ActivitySetSecretOwner, in)
+}
+
+func getRunnerPod(ctx workflow.Context, in PodRef) (GetRunnerPodOutput, error) {
+	return runActivity[PodRef, GetRunnerPodOutput](ctx, PodCheckPolicy, ActivityGetRunnerPod, in)
+}
+
+func deleteRunnerPod(ctx workflow.Context, in PodRef) (Nothing, error) {
+	return runActivity[PodRef, Nothing](ctx, KubernetesActivityPolicy, ActivityDeleteRunnerPod, in)
+}
+
+func deleteRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
+	return runActivity[SecretRef, Nothing](ctx, KubernetesActivityPolicy, ActivityDeleteRunnerSecret, in)
+}

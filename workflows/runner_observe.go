@@ -1,0 +1,234 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// This file holds the runner workflow's decisions as pure functions over RunnerObservations:
+// what a signal means (record*) and what to do next (next). No workflow calls, so they are
+// tested with plain tables.
+
+// watchLimits are the per-runner settings the decisions depend on.
+type watchLimits struct {
+	registrationTimeout time.Duration
+	ephemeral           bool
+}
+
+// action is what the runner's loop does next.
+type action int
+
+const (
+	// actWait: nothing to do until a signal arrives or step.until passes.
+	actWait action = iota
+	// actEnd: the runner's work is over (step.end says why); unregister and delete.
+	actEnd
+	// actCheckRegistration: the registration timeout passed without the runner being seen online.
+	actCheckRegistration
+	// actCheckPod: no pod news for PodCheckInterval; read the pod (missed-signal backstop).
+	actCheckPod
+)
+
+// endKind says how a runner's watch ended.
+type endKind int
+
+const (
+	// endFinish: unregister, delete, report done.
+	endFinish endKind = iota
+	// endReregister: the runner never came online; tear down and register again.
+	endReregister
+	// endContinueAsNew: the history is long; carry on in a new run.
+	endContinueAsNew
+	// endCancelled: the workflow was cancelled; clean up and stop.
+	endCancelled
+)
+
+// ending says why a runner's watch ended and what its cleanup needs.
+type ending struct {
+	kind   endKind
+	reason string
+	// githubDone: GitHub removed the registration itself (an ephemeral runner that exited after
+	// its job, or a listing that no longer has it), so unregistering would only cost a call.
+	githubDone bool
+}
+
+// step is the loop's next move.
+type step struct {
+	action action
+	until  time.Time
+	end    ending
+}
+
+// podRank orders pod phases so a late or duplicate signal never moves a pod backwards.
+func podRank(p PodPhase) int {
+	switch p {
+	case PodPending:
+		return 1
+	case PodRunning:
+		return 2
+	case PodSucceeded, PodFailed:
+		return 3
+	case PodGone:
+		return 4
+	}
+	return 0
+}
+
+// recordPod records a pod transition of the pod with uid. Signals about other pods (an earlier
+// attempt's pod, reported late) are ignored; duplicates change nothing.
+func (o *RunnerObservations) recordPod(s PodStatusSignal, uid string, now time.Time) {
+	if uid == "" || (s.UID != "" && s.UID != uid) {
+		return
+	}
+	o.LastPodCheck = now
+	if s.Deleting {
+		o.PodDeleting = true
+	}
+	if podRank(s.Phase) > podRank(o.PodPhase) {
+		o.PodPhase = s.Phase
+		if s.Reason != "" {
+			o.PodReason = s.Reason
+		}
+	}
+}
+
+// recordRunnerStatus records a runner listing's view. A listing that does not have the runner
+// is believed only after the runner was seen online: a listing taken just before the
+// registration would otherwise remove a runner that is about to start.
+func (o *RunnerObservations) recordRunnerStatus(s RunnerStatusSignal, now time.Time) {
+	switch {
+	case s.Gone:
+		if o.Online {
+			o.Gone = true
+		}
+	case s.Online:
+		o.Online = true
+		o.OfflineSince = time.Time{}
+		o.setBusy(s.Busy)
+	default:
+		o.setBusy(s.Busy)
+		// Offline after its job is how an ephemeral runner leaves; only otherwise is it stuck.
+		if o.Online && o.OfflineSince.IsZero() && o.JobDoneAt.IsZero() {
+			o.OfflineSince = now
+		}
+	}
+}
+
+func (o *RunnerObservations) setBusy(busy bool) {
+	o.Busy = busy
+	if !busy {
+		o.JobID = 0
+	}
+}
+
+// recordJobStarted records a workflow_job in_progress event naming this runner: it is online
+// and busy. A job already seen completed (late or redelivered event) is ignored.
+func (o *RunnerObservations) recordJobStarted(s JobSignal) {
+	if s.JobID != 0 && slices.Contains(o.RecentJobs, s.JobID) {
+		return
+	}
+	o.Online = true
+	o.OfflineSince = time.Time{}
+	o.Busy = true
+	o.JobID = s.JobID
+}
+
+// recordJobCompleted records a workflow_job completed event naming this runner. Each job counts
+// once; an ephemeral runner's pod is expected to exit soon after.
+func (o *RunnerObservations) recordJobCompleted(s JobSignal, ephemeral bool, now time.Time) {
+	if s.JobID != 0 {
+		if slices.Contains(o.RecentJobs, s.JobID) {
+			return
+		}
+		o.RecentJobs = append(o.RecentJobs, s.JobID)
+		if len(o.RecentJobs) > RecentJobsKept {
+			o.RecentJobs = slices.Clone(o.RecentJobs[len(o.RecentJobs)-RecentJobsKept:])
+		}
+	}
+	o.JobsRun++
+	o.Online = true
+	if o.JobID == 0 || o.JobID == s.JobID {
+		o.setBusy(false)
+	}
+	if ephemeral {
+		o.JobDoneAt = now
+	}
+}
+
+// recordDrain records a drain request; the first reason is kept.
+func (o *RunnerObservations) recordDrain(d DrainRequest) {
+	if o.Drain == nil {
+		o.Drain = &d
+	}
+}
+
+// ended reports whether the runner's work is over, and why.
+func (o *RunnerObservations) ended(lim watchLimits) (ending, bool) {
+	switch {
+	case o.PodPhase == PodSucceeded:
+		return ending{reason: "pod succeeded", githubDone: lim.ephemeral}, true
+	case o.PodPhase == PodFailed:
+		return ending{reason: withDetail("pod failed", o.PodReason)}, true
+	case o.PodPhase == PodGone:
+		return ending{reason: "pod gone"}, true
+	case o.PodDeleting:
+		return ending{reason: "pod is being deleted"}, true
+	case o.Gone:
+		return ending{reason: "runner no longer registered at GitHub", githubDone: true}, true
+	case o.Drain != nil && !o.Busy:
+		return ending{reason: withDetail("drained", o.Drain.Reason)}, true
+	}
+	return ending{}, false
+}
+
+// next decides the loop's next move at time now. A busy runner never ends here except through
+// its pod: drain waits for the job, and unregistering retries while GitHub says busy.
+func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
+	if end, ok := o.ended(lim); ok {
+		return step{action: actEnd, end: end}
+	}
+	var until time.Time
+	if !o.Online {
+		deadline := o.AttemptStart.Add(lim.registrationTimeout)
+		if !now.Before(deadline) {
+			return step{action: actCheckRegistration}
+		}
+		until = deadline
+	}
+	podCheck := o.LastPodCheck.Add(PodCheckInterval)
+	if !now.Before(podCheck) {
+		return step{action: actCheckPod}
+	}
+	until = earliest(until, podCheck)
+	if !o.OfflineSince.IsZero() {
+		deadline := o.OfflineSince.Add(StuckOfflineGrace)
+		if !now.Before(deadline) {
+			return step{action: actEnd, end: ending{reason: fmt.Sprintf("runner offline for %s while its pod runs", StuckOfflineGrace)}}
+		}
+		until = earliest(until, deadline)
+	}
+	if !o.JobDoneAt.IsZero() {
+		deadline := o.JobDoneAt.Add(EphemeralExitGrace)
+		if !now.Before(deadline) {
+			return step{action: actEnd, end: ending{reason: "job completed; pod did not exit by itself", githubDone: true}}
+		}
+		until = earliest(until, deadline)
+	}
+	return step{action: actWait, until: until}
+}
+
+// earliest returns the earlier of a (zero means unset) and b.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func withDetail(what, detail string) string {
+	if detail == "" {
+		return what
+	}
+	return what + ": " + detail
+}

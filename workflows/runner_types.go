@@ -1,0 +1,72 @@
+package workflows
+
+import "time"
+
+// RunnerStatus is what a runner workflow answers to QueryStatus.
+type RunnerStatus struct {
+	Pool         string      `json:"pool"`
+	Name         string      `json:"name"`
+	State        RunnerState `json:"state"`
+	TemplateHash string      `json:"templateHash"`
+	Slot         int         `json:"slot,omitempty"`
+	RunnerID     int64       `json:"runnerId,omitempty"`
+	// Attempt counts registrations; it grows when a runner did not come online in time.
+	Attempt  int      `json:"attempt"`
+	PodPhase PodPhase `json:"podPhase,omitempty"`
+	Online   bool     `json:"online"`
+	Busy     bool     `json:"busy"`
+	JobID    int64    `json:"jobId,omitempty"`
+	JobsRun  int      `json:"jobsRun"`
+	// Draining is true once a drain was requested.
+	Draining bool   `json:"draining"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// DrainResult answers UpdateDrain: the request was recorded, and this is where the runner
+// stands (a busy runner finishes its job first).
+type DrainResult struct {
+	State RunnerState `json:"state"`
+	Busy  bool        `json:"busy"`
+}
+
+// RunnerResume is what a runner workflow carries across continue-as-new: the registration and
+// pod it already has, and what it has observed so far. Only the runner workflow writes it.
+type RunnerResume struct {
+	Attempt    int    `json:"attempt"`
+	Registered bool   `json:"registered"`
+	RunnerID   int64  `json:"runnerId,omitempty"`
+	SecretName string `json:"secretName"`
+	RunnerURL  string `json:"runnerUrl,omitempty"`
+	PodUID     string `json:"podUid"`
+	// State is the state last reported to the pool.
+	State    RunnerState        `json:"state"`
+	Observed RunnerObservations `json:"observed"`
+}
+
+// RunnerObservations is what a runner workflow knows about its pod and its GitHub runner. Signal
+// handlers record into it; the workflow's loop decides from it (see next). Times are workflow
+// times.
+type RunnerObservations struct {
+	PodPhase    PodPhase `json:"podPhase,omitempty"`
+	PodReason   string   `json:"podReason,omitempty"`
+	PodDeleting bool     `json:"podDeleting,omitempty"`
+	// Online is true once the runner was seen online in the current registration attempt.
+	Online bool `json:"online"`
+	// OfflineSince is set when GitHub lists the runner offline after it was online.
+	OfflineSince time.Time `json:"offlineSince,omitzero"`
+	// Gone is set when GitHub no longer knows a runner that was online.
+	Gone  bool  `json:"gone,omitempty"`
+	Busy  bool  `json:"busy"`
+	JobID int64 `json:"jobId,omitempty"`
+	// JobsRun counts distinct completed jobs; RecentJobs keeps the last few completed job ids
+	// so redelivered or late events are ignored.
+	JobsRun    int     `json:"jobsRun"`
+	RecentJobs []int64 `json:"recentJobs,omitempty"`
+	// JobDoneAt is when an ephemeral runner's job completed: its pod is about to exit.
+	JobDoneAt time.Time     `json:"jobDoneAt,omitzero"`
+	Drain     *DrainRequest `json:"drain,omitempty"`
+	// AttemptStart is when the current attempt's pod was created (registration timeout base).
+	AttemptStart time.Time `json:"attemptStart,omitzero"`
+	// LastPodCheck is when the pod was last read or reported (pod check backstop base).
+	LastPodCheck time.Time `json:"lastPodCheck,omitzero"`
+}

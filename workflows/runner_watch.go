@@ -1,0 +1,207 @@
+package workflows
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+)
+
+// watch waits for the runner's work to end: signals are recorded into obs, RunnerObservations.next
+// decides, and the loop carries out the decision (a GitHub check at the registration timeout, a
+// pod read when the watcher has been silent too long, or the end).
+func (r *runner) watch(ctx workflow.Context) ending {
+	defer r.stopTimer()
+	for {
+		r.drainSignals()
+		r.setState(ctx, r.derivedState(), "")
+		if ctx.Err() != nil {
+			return ending{kind: endCancelled, reason: "cancelled"}
+		}
+		st := r.obs.next(workflow.Now(ctx), r.limits)
+		switch st.action {
+		case actEnd:
+			return st.end
+		case actCheckPod:
+			r.checkPod(ctx)
+		case actCheckRegistration:
+			if end, over := r.checkRegistration(ctx); over {
+				return end
+			}
+		default:
+			if r.shouldContinueAsNew(ctx) {
+				return ending{kind: endContinueAsNew}
+			}
+			r.waitUntil(ctx, st.until)
+		}
+	}
+}
+
+// derivedState is the state the observations imply while the runner is being watched.
+func (r *runner) derivedState() RunnerState {
+	switch {
+	case r.obs.Drain != nil:
+		return RunnerDraining
+	case !r.obs.Online:
+		return RunnerRegistering
+	case r.obs.Busy:
+		return RunnerBusy
+	}
+	return RunnerIdle
+}
+
+// checkRegistration runs when the registration timeout passed without news of the runner being
+// online. Nobody may have told us (no pool listing yet, a lost webhook), so it asks once: the
+// pod first (cheap; an exited pod means the work is over), then GitHub. Only a runner that is
+// really not online is torn down and registered again.
+func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
+	r.checkPod(ctx)
+	if _, over := r.obs.ended(r.limits); over {
+		return ending{}, false
+	}
+	gh, err := getRunner(ctx, r.runnerRef())
+	if err != nil {
+		r.log.Warn("Cannot read runner status at registration timeout", "error", err)
+	}
+	if err == nil && gh.Found {
+		if r.reg.RunnerID == 0 {
+			r.reg.RunnerID = gh.RunnerID
+		}
+		if gh.Online {
+			r.obs.Online = true
+			r.obs.setBusy(gh.Busy)
+			return ending{}, false
+		}
+	}
+	return ending{kind: endReregister, reason: "runner not online " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
+}
+
+// checkPod reads the pod: the backstop for a pod-watcher signal that never came.
+func (r *runner) checkPod(ctx workflow.Context) {
+	pod, err := getRunnerPod(ctx, r.podRef())
+	now := workflow.Now(ctx)
+	r.obs.LastPodCheck = now
+	if err != nil {
+		r.log.Warn("Cannot read runner pod; trying again later", "error", err)
+		return
+	}
+	if !pod.Exists {
+		pod.Phase = PodGone
+	}
+	r.obs.recordPod(PodStatusSignal{
+		Pod: r.in.Name, UID: r.podUID, Phase: pod.Phase, Reason: pod.Reason, Deleting: pod.Deleting,
+	}, r.podUID, now)
+}
+
+// shouldContinueAsNew is true when the history is long enough to start a fresh run.
+func (r *runner) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= RunnerHistoryLimit
+}
+
+// deadlineTimer is the one durable timer a waiting runner holds, for the earliest deadline. It
+// is kept across signals, so a burst of signals does not start and cancel a timer each.
+type deadlineTimer struct {
+	at     time.Time
+	future workflow.Future
+	cancel workflow.CancelFunc
+}
+
+// waitUntil blocks until a signal, a drain update or the deadline, recording what arrived.
+func (r *runner) waitUntil(ctx workflow.Context, until time.Time) {
+	if r.timer == nil || !r.timer.at.Equal(until) {
+		r.stopTimer()
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		r.timer = &deadlineTimer{at: until, future: workflow.NewTimer(timerCtx, until.Sub(workflow.Now(ctx))), cancel: cancel}
+	}
+	sel := workflow.NewSelector(ctx)
+	for _, src := range r.sources {
+		src := src
+		sel.AddReceive(src.ch, func(workflow.ReceiveChannel, bool) { src.take() })
+	}
+	sel.AddReceive(r.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
+	sel.AddFuture(r.timer.future, func(workflow.Future) { r.timer = nil })
+	sel.Select(ctx)
+}
+
+func (r *runner) stopTimer() {
+	if r.timer != nil {
+		r.timer.cancel()
+		r.timer = nil
+	}
+}
+
+// signalSource is one signal channel and how to record what it carries.
+type signalSource struct {
+	ch workflow.ReceiveChannel
+	// take receives one value without blocking and records it; false when the channel is empty.
+	take func() bool
+}
+
+func source[T any](ch workflow.ReceiveChannel, record func(T)) signalSource {
+	return signalSource{ch: ch, take: func() bool {
+		var v T
+		// ReceiveAsync skips a payload that does not decode (logged by the SDK), so a malformed
+		// signal is dropped rather than failing the workflow.
+		if !ch.ReceiveAsync(&v) {
+			return false
+		}
+		record(v)
+		return true
+	}}
+}
+
+// signalSources lists the runner's signals in a fixed order (determinism) with their recorders.
+func (r *runner) signalSources(ctx workflow.Context) []signalSource {
+	now := func() time.Time { return workflow.Now(ctx) }
+	return []signalSource{
+		source(workflow.GetSignalChannel(ctx, SignalPodStatus), func(s PodStatusSignal) {
+			r.obs.recordPod(s, r.podUID, now())
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalRunnerStatus), func(s RunnerStatusSignal) {
+			r.obs.recordRunnerStatus(s, now())
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalJobStarted), func(s JobSignal) {
+			if r.namesMe(s) {
+				r.obs.recordJobStarted(s)
+			}
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalJobCompleted), func(s JobSignal) {
+			if r.namesMe(s) {
+				r.obs.recordJobCompleted(s, r.limits.ephemeral, now())
+			}
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalDrain), func(d DrainRequest) {
+			r.obs.recordDrain(d)
+		}),
+	}
+}
+
+// namesMe guards against a job event misrouted to this runner.
+func (r *runner) namesMe(s JobSignal) bool {
+	if s.RunnerName != "" && s.RunnerName != r.in.Name {
+		r.log.Warn("Ignoring job event for another runner", "jobID", s.JobID, "named", s.RunnerName)
+		return false
+	}
+	return true
+}
+
+// drainSignals records every signal already delivered, without blocking.
+func (r *runner) drainSignals() {
+	for _, src := range r.sources {
+		for src.take() {
+		}
+	}
+}
+
+func hasRunnerContainer(containers []corev1.Container) bool {
+	for _, c := range containers {
+		if c.Name == runnerpod.RunnerContainerName {
+			return true
+		}
+	}
+	return false
+}
