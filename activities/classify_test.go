@@ -1,0 +1,146 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v92/github"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+func githubResponse(status int) *http.Response {
+	u, _ := url.Parse("https://api.github.com/orgs/acme/actions/runners/7")
+	return &http.Response{StatusCode: status, Request: &http.Request{Method: http.MethodDelete, URL: u}}
+}
+
+func githubStatusError(status int) error {
+	return &github.ErrorResponse{Response: githubResponse(status), Message: http.StatusText(status)}
+}
+
+func TestClassifyGitHubError(t *testing.T) {
+	retryAfter := 42 * time.Second
+	reset := time.Now().Add(30 * time.Minute)
+	for _, tc := range []struct {
+		name         string
+		call         githubCall
+		err          error
+		wantType     string
+		nonRetryable bool
+		minDelay     time.Duration
+		maxDelay     time.Duration
+	}{
+		{name: "primary rate limit waits for the reset", call: callGenerateJIT,
+			err: &github.RateLimitError{Rate: github.Rate{Limit: 5000, Reset: github.Timestamp{Time: reset}},
+				Response: githubResponse(http.StatusForbidden), Message: "API rate limit exceeded"},
+			wantType: workflows.ErrRateLimited, minDelay: 29 * time.Minute, maxDelay: 30 * time.Minute},
+		{name: "rate limit reset in the past retries soon", call: callGetRunner,
+			err: &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: time.Now().Add(-time.Minute)}},
+				Response: githubResponse(http.StatusForbidden)},
+			wantType: workflows.ErrRateLimited, minDelay: time.Second, maxDelay: time.Second},
+		{name: "secondary rate limit honours Retry-After", call: callGenerateJIT,
+			err:      &github.AbuseRateLimitError{Response: githubResponse(http.StatusForbidden), RetryAfter: &retryAfter},
+			wantType: workflows.ErrRateLimited, minDelay: retryAfter, maxDelay: retryAfter},
+		{name: "secondary rate limit without Retry-After waits a minute", call: callGenerateJIT,
+			err:      &github.AbuseRateLimitError{Response: githubResponse(http.StatusForbidden)},
+			wantType: workflows.ErrRateLimited, minDelay: time.Minute, maxDelay: time.Minute},
+		{name: "wrapped rate limit is still found", call: callListRunners,
+			err: fmt.Errorf("page 2: %w", &github.RateLimitError{Rate: github.Rate{Reset: github.Timestamp{Time: reset}},
+				Response: githubResponse(http.StatusForbidden)}),
+			wantType: workflows.ErrRateLimited, minDelay: 29 * time.Minute, maxDelay: 30 * time.Minute},
+		{name: "422 on remove is a busy runner, retried", call: callRemoveRunner,
+			err: githubStatusError(http.StatusUnprocessableEntity), wantType: workflows.ErrRunnerBusy},
+		{name: "422 elsewhere is an invalid request", call: callGenerateJIT,
+			err: githubStatusError(http.StatusUnprocessableEntity), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
+		{name: "404", call: callGetRunner, err: githubStatusError(http.StatusNotFound), wantType: workflows.ErrNotFound, nonRetryable: true},
+		{name: "401", call: callGenerateJIT, err: githubStatusError(http.StatusUnauthorized), wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "403 without rate limit", call: callGenerateJIT, err: githubStatusError(http.StatusForbidden), wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "409 conflict retries", call: callGenerateJIT, err: githubStatusError(http.StatusConflict), wantType: workflows.ErrTransient},
+		{name: "502 retries", call: callListRunners, err: githubStatusError(http.StatusBadGateway), wantType: workflows.ErrTransient},
+		{name: "503 retries", call: callRemoveRunner, err: githubStatusError(http.StatusServiceUnavailable), wantType: workflows.ErrTransient},
+		{name: "429 without headers", call: callListRunners, err: githubStatusError(http.StatusTooManyRequests),
+			wantType: workflows.ErrRateLimited, minDelay: time.Minute, maxDelay: time.Minute},
+		{name: "network error retries", call: callGetRunner, err: &url.Error{Op: "Get", URL: "https://api.github.com", Err: errors.New("connection refused")},
+			wantType: workflows.ErrTransient},
+		{name: "unknown runner group", call: callRunnerGroup, err: fmt.Errorf("%w: %q", ErrNoSuchRunnerGroup, "gpu"),
+			wantType: workflows.ErrNotFound, nonRetryable: true},
+		{name: "malformed scope", call: callGenerateJIT, err: fmt.Errorf("%w: x", ErrBadScope), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkClassified(t, classifyGitHubError(tc.call, tc.err), tc.wantType, tc.nonRetryable, tc.minDelay, tc.maxDelay)
+		})
+	}
+	if classifyGitHubError(callGetRunner, nil) != nil {
+		t.Error("nil error classified as an error")
+	}
+}
+
+func TestClassifyKubernetesError(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantType     string
+		nonRetryable bool
+		minDelay     time.Duration
+		maxDelay     time.Duration
+	}{
+		{name: "not found", err: apierrors.NewNotFound(pods, "p"), wantType: workflows.ErrNotFound, nonRetryable: true},
+		{name: "invalid pod", err: apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p",
+			field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
+		{name: "bad request", err: apierrors.NewBadRequest("no"), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
+		{name: "forbidden by RBAC", err: apierrors.NewForbidden(pods, "p", errors.New("no verb create")), wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "unauthorized", err: apierrors.NewUnauthorized("who"), wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "throttled with a delay", err: apierrors.NewTooManyRequests("slow down", 7), wantType: workflows.ErrRateLimited,
+			minDelay: 7 * time.Second, maxDelay: 7 * time.Second},
+		{name: "conflict retries", err: apierrors.NewConflict(pods, "p", errors.New("modified")), wantType: workflows.ErrTransient},
+		{name: "already exists retries", err: apierrors.NewAlreadyExists(pods, "p"), wantType: workflows.ErrTransient},
+		{name: "internal error retries", err: apierrors.NewInternalError(errors.New("etcd")), wantType: workflows.ErrTransient},
+		{name: "unavailable retries", err: apierrors.NewServiceUnavailable("starting"), wantType: workflows.ErrTransient},
+		{name: "timeout retries", err: apierrors.NewTimeoutError("slow", 1), wantType: workflows.ErrTransient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkClassified(t, classifyKubernetesError("create pod ns/p", tc.err), tc.wantType, tc.nonRetryable, tc.minDelay, tc.maxDelay)
+		})
+	}
+}
+
+func checkClassified(t *testing.T, err error, wantType string, nonRetryable bool, minDelay, maxDelay time.Duration) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) {
+		t.Fatalf("classified %v (%T), want an application error", err, err)
+	}
+	if app.Type() != wantType || app.NonRetryable() != nonRetryable {
+		t.Errorf("type %q non-retryable %v, want %q %v (%v)", app.Type(), app.NonRetryable(), wantType, nonRetryable, err)
+	}
+	if d := app.NextRetryDelay(); d < minDelay || d > maxDelay {
+		t.Errorf("next retry delay %s, want within [%s, %s]", d, minDelay, maxDelay)
+	}
+}
+
+func TestWithoutSecretRedactsAndKeepsTheType(t *testing.T) {
+	const jit = "eyJydW5uZXJfaWQiOjF9c2VjcmV0"
+	in := temporal.NewApplicationErrorWithOptions("update secret: body "+jit+" too large", workflows.ErrTransient,
+		temporal.ApplicationErrorOptions{NextRetryDelay: 3 * time.Second})
+	out := withoutSecret(in, jit)
+	if strings.Contains(out.Error(), jit) {
+		t.Fatalf("error still carries the credential: %v", out)
+	}
+	var app *temporal.ApplicationError
+	if !errors.As(out, &app) || app.Type() != workflows.ErrTransient || app.NextRetryDelay() != 3*time.Second {
+		t.Errorf("redacted error lost its type or delay: %v", out)
+	}
+	if plain := withoutSecret(errors.New("x "+jit), jit); strings.Contains(plain.Error(), jit) {
+		t.Errorf("plain error not redacted: %v", plain)
+	}
+}

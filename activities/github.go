@@ -1,0 +1,219 @@
+// Package activities holds runnerflow's Temporal activities: one file per external system
+// (github.go, kubernetes.go), each activity one idempotent side effect, each system's errors
+// classified once into the Temporal application error types of workflows/errors.go. The one
+// activity that touches both systems, RegisterRunner, lives in register.go (see there why).
+// The pod watcher (podwatcher.go) is not an activity but shares the Kubernetes client.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v92/github"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// GitHub is the narrow part of GitHub's REST API runnerflow uses, addressed by runner scope.
+// Errors are go-github's own (classified by classifyGitHubError) or the sentinels below.
+type GitHub interface {
+	// CreateJITConfig registers a runner and returns its just-in-time configuration (secret).
+	CreateJITConfig(ctx context.Context, scope workflows.Scope, req JITRequest) (JITConfig, error)
+	// CreateRegistrationToken returns a one-hour registration token (secret).
+	CreateRegistrationToken(ctx context.Context, scope workflows.Scope) (string, error)
+	// ListRunners lists a scope's runners, all pages; name, when set, keeps only that name.
+	ListRunners(ctx context.Context, scope workflows.Scope, name string) ([]RunnerInfo, error)
+	// GetRunner reads one runner by id.
+	GetRunner(ctx context.Context, scope workflows.Scope, id int64) (RunnerInfo, error)
+	// RemoveRunner deletes a runner's registration.
+	RemoveRunner(ctx context.Context, scope workflows.Scope, id int64) error
+	// RunnerGroupID resolves a runner group name ("" is the Default group).
+	RunnerGroupID(ctx context.Context, scope workflows.Scope, name string) (int64, error)
+	// RunnerURL is the web URL a runner configures itself against in registration-token mode.
+	RunnerURL(scope workflows.Scope) string
+}
+
+// JITRequest describes the runner a JIT configuration is made for.
+type JITRequest struct {
+	Name          string
+	RunnerGroupID int64
+	Labels        []string
+	WorkFolder    string
+}
+
+// JITConfig is a registered runner and its encoded configuration. EncodedConfig is a credential:
+// it goes into a Secret and nowhere else.
+type JITConfig struct {
+	Runner        RunnerInfo
+	EncodedConfig string
+}
+
+// RunnerInfo is a runner as GitHub reports it.
+type RunnerInfo struct {
+	ID     int64
+	Name   string
+	Online bool
+	Busy   bool
+}
+
+// Sentinel errors of the GitHub client that are not GitHub answers.
+var (
+	// ErrNoSuchRunnerGroup: the named runner group does not exist in the scope.
+	ErrNoSuchRunnerGroup = errors.New("no such runner group")
+	// ErrBadScope: the scope is malformed (e.g. a repository without "owner/").
+	ErrBadScope = errors.New("malformed runner scope")
+)
+
+// defaultRunnerGroupID is the id GitHub gives every organization's and enterprise's Default group
+// (repositories only have that one).
+const defaultRunnerGroupID = 1
+
+// runnerGroupCacheTTL: group ids change only when an administrator recreates a group, so a name
+// is resolved at most once per TTL per worker instead of once per runner.
+const runnerGroupCacheTTL = 15 * time.Minute
+
+// GitHubConfig configures the GitHub client: a token, or a GitHub App installation.
+type GitHubConfig struct {
+	// BaseURL is the REST API base, e.g. https://ghe.example.com/api/v3/; empty means
+	// https://api.github.com/.
+	BaseURL string
+	// Token is a personal access token (classic, or fine-grained with runner administration).
+	Token string
+	// AppID, InstallationID and the private key (PEM bytes or a file path) authenticate as a
+	// GitHub App installation instead of a token.
+	AppID          int64
+	InstallationID int64
+	PrivateKeyPEM  []byte
+	PrivateKeyPath string
+	// Transport is the HTTP transport under authentication; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// Timeout bounds one HTTP request; zero means 20 s.
+	Timeout time.Duration
+}
+
+// GitHubClient implements GitHub with go-github.
+type GitHubClient struct {
+	gh      *github.Client
+	webBase string
+
+	mu     sync.Mutex
+	groups map[string]cachedGroup
+}
+
+type cachedGroup struct {
+	id      int64
+	expires time.Time
+}
+
+var _ GitHub = (*GitHubClient)(nil)
+
+// NewGitHubClient builds a client from cfg. Errors describe what is missing, never a credential.
+func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
+	base := cfg.BaseURL
+	if base == "" {
+		base = "https://api.github.com/"
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("github: base URL %q is not an absolute URL", cfg.BaseURL)
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	opts := []github.ClientOptionsFunc{github.WithURLs(&base, &base), github.WithTimeout(timeout), github.WithUserAgent("runnerflow")}
+	app := cfg.AppID != 0 || cfg.InstallationID != 0 || len(cfg.PrivateKeyPEM) > 0 || cfg.PrivateKeyPath != ""
+	switch {
+	case cfg.Token != "" && app:
+		return nil, errors.New("github: configure either a token or a GitHub App, not both")
+	case cfg.Token != "":
+		opts = append(opts, github.WithTransport(transport), github.WithAuthToken(cfg.Token))
+	case app:
+		itr, err := appTransport(cfg, transport, strings.TrimSuffix(base, "/"))
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, github.WithTransport(itr))
+	default:
+		return nil, errors.New("github: no credentials: set a token or a GitHub App (id, installation id, private key)")
+	}
+	gh, err := github.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	return &GitHubClient{gh: gh, webBase: webBase(u), groups: map[string]cachedGroup{}}, nil
+}
+
+// appTransport authenticates as a GitHub App installation (tokens are minted and refreshed by
+// ghinstallation against the same base URL, so GitHub Enterprise Server works too).
+func appTransport(cfg GitHubConfig, transport http.RoundTripper, apiBase string) (*ghinstallation.Transport, error) {
+	if cfg.AppID == 0 || cfg.InstallationID == 0 {
+		return nil, errors.New("github: a GitHub App needs both an app id and an installation id")
+	}
+	key := cfg.PrivateKeyPEM
+	if len(key) == 0 {
+		if cfg.PrivateKeyPath == "" {
+			return nil, errors.New("github: a GitHub App needs a private key (PEM or file path)")
+		}
+		var err error
+		if key, err = os.ReadFile(cfg.PrivateKeyPath); err != nil {
+			return nil, fmt.Errorf("github: read App private key: %w", err)
+		}
+	}
+	itr, err := ghinstallation.New(transport, cfg.AppID, cfg.InstallationID, key)
+	if err != nil {
+		// ghinstallation's parse errors do not contain the key material.
+		return nil, fmt.Errorf("github: App private key: %w", err)
+	}
+	itr.BaseURL = apiBase
+	return itr, nil
+}
+
+// webBase derives the web URL from the API URL: api.github.com → github.com, and GitHub
+// Enterprise Server's /api/v3/ → its root; anything else (a test double) is used as is.
+func webBase(api *url.URL) string {
+	w := *api
+	switch {
+	case w.Host == "api.github.com":
+		w.Host = "github.com"
+		w.Path = "/"
+	case strings.HasSuffix(w.Path, "/api/v3/"):
+		w.Path = strings.TrimSuffix(w.Path, "api/v3/")
+	}
+	return w.String()
+}
+
+// RunnerURL implements GitHub.
+func (c *GitHubClient) RunnerURL(scope workflows.Scope) string {
+	switch {
+	case scope.Repository != "":
+		return c.webBase + scope.Repository
+	case scope.Organization != "":
+		return c.webBase + scope.Organization
+	}
+	return c.webBase + "enterprises/" + scope.Enterprise
+}
+
+// splitRepo splits "owner/repo".
+func splitRepo(repo string) (string, string, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("%w: repository %q is not owner/repo", ErrBadScope, repo)
+	}
+	return owner, name, nil
+}

@@ -1,0 +1,96 @@
+package activities
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+func TestGitHubClientAsAppInstallation(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := githubdouble.Start(githubdouble.Config{App: &githubdouble.AppConfig{ID: 11, InstallationID: 22, PublicKey: &key.PublicKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gh.Close()
+	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/app"}); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "app.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(keyFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), AppID: 11, InstallationID: 22, PrivateKeyPath: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.CreateJITConfig(context.Background(), workflows.Scope{Organization: "acme"},
+		JITRequest{Name: "r1", RunnerGroupID: 1, Labels: []string{"linux"}})
+	if err != nil || cfg.Runner.ID == 0 {
+		t.Fatalf("JIT config as an App installation: %+v, %v", cfg.Runner, err)
+	}
+	wrongInstallation, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), AppID: 11, InstallationID: 99, PrivateKeyPEM: pemBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = wrongInstallation.ListRunners(context.Background(), workflows.Scope{Organization: "acme"}, "")
+	classified := classifyGitHubError(callListRunners, err)
+	if err == nil || strings.Contains(classified.Error(), string(pemBytes[40:80])) {
+		t.Errorf("unknown installation: %v", classified)
+	}
+}
+
+func TestNewGitHubClientRejectsBadConfig(t *testing.T) {
+	for want, cfg := range map[string]GitHubConfig{
+		"no credentials":       {},
+		"not both":             {Token: "ghp_secret_value", AppID: 1},
+		"installation id":      {AppID: 1, PrivateKeyPEM: []byte("x")},
+		"private key":          {AppID: 1, InstallationID: 2},
+		"not an absolute URL":  {BaseURL: "ghe.example.com", Token: "ghp_secret_value"},
+		"App private key":      {AppID: 1, InstallationID: 2, PrivateKeyPEM: []byte("not a key")},
+		"read App private key": {AppID: 1, InstallationID: 2, PrivateKeyPath: "/nonexistent/key.pem"},
+	} {
+		_, err := NewGitHubClient(cfg)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %+v: error %v, want it to mention %q", cfg, err, want)
+		}
+		if err != nil && cfg.Token != "" && strings.Contains(err.Error(), cfg.Token) {
+			t.Errorf("error echoes the token: %v", err)
+		}
+	}
+}
+
+func TestRunnerURLs(t *testing.T) {
+	for api, want := range map[string]string{
+		"https://api.github.com/":         "https://github.com/acme",
+		"https://ghe.example.com/api/v3/": "https://ghe.example.com/acme",
+		"http://127.0.0.1:8080/":          "http://127.0.0.1:8080/acme",
+	} {
+		u, _ := url.Parse(api)
+		c := &GitHubClient{webBase: webBase(u)}
+		if got := c.RunnerURL(workflows.Scope{Organization: "acme"}); got != want {
+			t.Errorf("%s: runner URL %s, want %s", api, got, want)
+		}
+	}
+	c := &GitHubClient{webBase: "https://github.com/"}
+	if got := c.RunnerURL(workflows.Scope{Enterprise: "big"}); got != "https://github.com/enterprises/big" {
+		t.Errorf("enterprise URL %s", got)
+	}
+	if got := c.RunnerURL(workflows.Scope{Repository: "acme/app"}); got != "https://github.com/acme/app" {
+		t.Errorf("repository URL %s", got)
+	}
+}

@@ -1,0 +1,220 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// KubernetesActivities are the runner lifecycle's Kubernetes activities, on workflows.TaskQueue.
+type KubernetesActivities struct {
+	Client kubernetes.Interface
+}
+
+// Register registers the activities under their workflows.Activity* names.
+func (a *KubernetesActivities) Register(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.CreateRunnerPod, activity.RegisterOptions{Name: workflows.ActivityCreateRunnerPod})
+	r.RegisterActivityWithOptions(a.SetRunnerSecretOwner, activity.RegisterOptions{Name: workflows.ActivitySetSecretOwner})
+	r.RegisterActivityWithOptions(a.GetRunnerPod, activity.RegisterOptions{Name: workflows.ActivityGetRunnerPod})
+	r.RegisterActivityWithOptions(a.DeleteRunnerPod, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerPod})
+	r.RegisterActivityWithOptions(a.DeleteRunnerSecret, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerSecret})
+}
+
+// CreateRunnerPod creates the runner's pod, or adopts the one a previous attempt of this
+// workflow created. A pod of that name owned by anything else is refused (NotOwned); our own
+// pod still terminating (the previous registration attempt's) is waited for by retrying.
+func (a *KubernetesActivities) CreateRunnerPod(ctx context.Context, in workflows.CreateRunnerPodInput) (workflows.CreateRunnerPodOutput, error) {
+	pod, err := buildRunnerPod(in)
+	if err != nil {
+		return workflows.CreateRunnerPodOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
+	}
+	pods := a.Client.CoreV1().Pods(in.Namespace)
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err == nil {
+		return workflows.CreateRunnerPodOutput{UID: string(created.UID)}, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return workflows.CreateRunnerPodOutput{}, classifyKubernetesError("create pod "+in.Namespace+"/"+in.Name, err)
+	}
+	existing, err := pods.Get(ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		return workflows.CreateRunnerPodOutput{}, classifyKubernetesError("get existing pod "+in.Namespace+"/"+in.Name, err)
+	}
+	if owner := existing.Annotations[runnerpod.AnnotationWorkflowID]; owner != in.WorkflowID {
+		return workflows.CreateRunnerPodOutput{}, notOwned("pod", in.Namespace, in.Name, owner)
+	}
+	if existing.DeletionTimestamp != nil {
+		return workflows.CreateRunnerPodOutput{}, temporal.NewApplicationError(
+			fmt.Sprintf("pod %s/%s of an earlier attempt is still terminating", in.Namespace, in.Name), workflows.ErrTransient)
+	}
+	return workflows.CreateRunnerPodOutput{UID: string(existing.UID), Adopted: true}, nil
+}
+
+// SetRunnerSecretOwner makes the pod the Secret's owner, so a cluster's garbage collector
+// removes the Secret with the pod even if the workflow never gets to delete it. One merge
+// patch, the same every time: idempotent.
+func (a *KubernetesActivities) SetRunnerSecretOwner(ctx context.Context, in workflows.SetSecretOwnerInput) (workflows.Nothing, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Pod", Name: in.PodName, UID: types.UID(in.PodUID),
+	}}}})
+	if err != nil {
+		return workflows.Nothing{}, err
+	}
+	_, err = a.Client.CoreV1().Secrets(in.Namespace).Patch(ctx, in.SecretName, types.MergePatchType, patch, metav1.PatchOptions{})
+	return workflows.Nothing{}, classifyKubernetesError("set owner of secret "+in.Namespace+"/"+in.SecretName, err)
+}
+
+// GetRunnerPod reads the pod's phase; a missing pod, or one with another UID, does not exist.
+func (a *KubernetesActivities) GetRunnerPod(ctx context.Context, in workflows.PodRef) (workflows.GetRunnerPodOutput, error) {
+	pod, err := a.Client.CoreV1().Pods(in.Namespace).Get(ctx, in.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return workflows.GetRunnerPodOutput{}, nil
+	case err != nil:
+		return workflows.GetRunnerPodOutput{}, classifyKubernetesError("get pod "+in.Namespace+"/"+in.Name, err)
+	case in.UID != "" && string(pod.UID) != in.UID:
+		return workflows.GetRunnerPodOutput{}, nil
+	}
+	return workflows.GetRunnerPodOutput{
+		Exists: true, Phase: workflows.PodPhase(pod.Status.Phase), Reason: pod.Status.Reason,
+		Deleting: pod.DeletionTimestamp != nil,
+	}, nil
+}
+
+// DeleteRunnerPod deletes the pod. NotFound is success, and so is a UID precondition failure:
+// the pod with our UID is gone and the name belongs to another pod now.
+func (a *KubernetesActivities) DeleteRunnerPod(ctx context.Context, in workflows.PodRef) (workflows.Nothing, error) {
+	opts := metav1.DeleteOptions{}
+	if in.UID != "" {
+		opts.Preconditions = metav1.NewUIDPreconditions(in.UID)
+	}
+	err := a.Client.CoreV1().Pods(in.Namespace).Delete(ctx, in.Name, opts)
+	if apierrors.IsNotFound(err) || (in.UID != "" && apierrors.IsConflict(err)) {
+		return workflows.Nothing{}, nil
+	}
+	return workflows.Nothing{}, classifyKubernetesError("delete pod "+in.Namespace+"/"+in.Name, err)
+}
+
+// DeleteRunnerSecret deletes the runner's Secret; NotFound is success (the garbage collector may
+// have removed it with the pod).
+func (a *KubernetesActivities) DeleteRunnerSecret(ctx context.Context, in workflows.SecretRef) (workflows.Nothing, error) {
+	err := a.Client.CoreV1().Secrets(in.Namespace).Delete(ctx, in.Name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return workflows.Nothing{}, nil
+	}
+	return workflows.Nothing{}, classifyKubernetesError("delete secret "+in.Namespace+"/"+in.Name, err)
+}
+
+// runnerSecret is the Secret a registration writes: one credential under one key.
+type runnerSecret struct {
+	namespace, name, pool, workflowID string
+	// runnerID is annotated in JIT mode, so a retried registration can adopt it.
+	runnerID   int64
+	key, value string
+}
+
+// ownedSecret returns the runner's existing Secret (nil if none), refusing one that another
+// workflow owns.
+func ownedSecret(ctx context.Context, client kubernetes.Interface, namespace, name, workflowID string) (*corev1.Secret, error) {
+	s, err := client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, classifyKubernetesError("get secret "+namespace+"/"+name, err)
+	}
+	if owner := s.Annotations[runnerpod.AnnotationWorkflowID]; owner != workflowID {
+		return nil, notOwned("secret", namespace, name, owner)
+	}
+	return s, nil
+}
+
+// applyRunnerSecret creates the Secret, or rewrites our existing one (a new credential after the
+// old registration vanished, or a fresh registration token).
+func applyRunnerSecret(ctx context.Context, client kubernetes.Interface, existing *corev1.Secret, want runnerSecret) error {
+	secrets := client.CoreV1().Secrets(want.namespace)
+	if existing == nil {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: want.name, Namespace: want.namespace},
+			Type:       corev1.SecretTypeOpaque,
+		}
+		fillRunnerSecret(s, want)
+		_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return classifyKubernetesError("create secret "+want.namespace+"/"+want.name, err)
+		}
+		// Created meanwhile (a concurrent retry): check the owner and rewrite it.
+		if existing, err = ownedSecret(ctx, client, want.namespace, want.name, want.workflowID); err != nil {
+			return err
+		}
+	}
+	s := existing.DeepCopy()
+	fillRunnerSecret(s, want)
+	_, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
+	return classifyKubernetesError("update secret "+want.namespace+"/"+want.name, err)
+}
+
+func fillRunnerSecret(s *corev1.Secret, want runnerSecret) {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Labels[runnerpod.LabelManagedBy] = runnerpod.ManagedByValue
+	s.Labels[runnerpod.LabelPool] = want.pool
+	s.Labels[runnerpod.LabelRunner] = want.name
+	s.Annotations[runnerpod.AnnotationWorkflowID] = want.workflowID
+	delete(s.Annotations, runnerpod.AnnotationRunnerID)
+	if want.runnerID != 0 {
+		s.Annotations[runnerpod.AnnotationRunnerID] = strconv.FormatInt(want.runnerID, 10)
+	}
+	s.Data = map[string][]byte{want.key: []byte(want.value)}
+}
+
+func notOwned(kind, namespace, name, owner string) error {
+	if owner == "" {
+		owner = "no runnerflow workflow"
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"%s %s/%s exists and belongs to %s; it is left alone", kind, namespace, name, owner), workflows.ErrNotOwned, nil)
+}
+
+// classifyKubernetesError is the one place API-server errors become Temporal application
+// errors. what names the call. API-server messages name objects and fields, not Secret data.
+func classifyKubernetesError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := what + ": " + err.Error()
+	switch {
+	case apierrors.IsNotFound(err):
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrNotFound, nil)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrInvalidSpec, nil)
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrForbidden, nil)
+	case apierrors.IsTooManyRequests(err):
+		delay := time.Second
+		if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 {
+			delay = time.Duration(seconds) * time.Second
+		}
+		return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrRateLimited, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+	}
+	// Conflicts, AlreadyExists races, timeouts, 5xx and network errors: retry under the policy.
+	return temporal.NewApplicationError(msg, workflows.ErrTransient)
+}

@@ -1,0 +1,196 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.temporal.io/api/serviceerror"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// The pod watcher is how runner workflows learn what their pods do without one long-running
+// activity or one polling loop per runner: one shared informer on runnerflow's pods for the
+// whole cluster, one signal per transition that matters (phase change, deletion started, pod
+// gone) to the workflow named on the pod.
+//
+// Every worker replica runs one. That is deliberate: duplicate signals are harmless (the
+// workflow ignores transitions it already knows and pods that are not its current one) and
+// cost one signal each, while a leader election would add a Lease, its renewals and a
+// fail-over gap. A watcher that restarts re-lists and re-signals every pod's current phase;
+// a deletion missed while no watcher ran is caught by the workflow's own pod-check timer.
+
+// WorkflowSignaler is the part of the Temporal client the watcher uses.
+type WorkflowSignaler interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// PodWatcherConfig configures a PodWatcher.
+type PodWatcherConfig struct {
+	Client   kubernetes.Interface
+	Temporal WorkflowSignaler
+	// Namespace limits the watch to one namespace; empty watches all.
+	Namespace string
+	Logger    *slog.Logger
+	// Workers is how many signals are sent at once; zero means 4.
+	Workers int
+}
+
+// PodWatcher signals runner workflows about their pods. Create it with NewPodWatcher.
+type PodWatcher struct {
+	cfg   PodWatcherConfig
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[podEvent]
+}
+
+// podEvent is one signal to send. Equal events waiting in the queue are sent once.
+type podEvent struct {
+	workflowID string
+	signal     workflows.PodStatusSignal
+}
+
+// maxSignalRetries bounds retries of one signal when Temporal is unreachable; after that the
+// workflow's pod-check timer is the backstop.
+const maxSignalRetries = 10
+
+// NewPodWatcher checks cfg and returns a watcher; Run starts it.
+func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
+	if cfg.Client == nil || cfg.Temporal == nil {
+		return nil, errors.New("pod watcher needs a Kubernetes client and a Temporal client")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &PodWatcher{
+		cfg: cfg,
+		log: cfg.Logger.With("component", "pod-watcher"),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podEvent](),
+			workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"}),
+	}, nil
+}
+
+// Run watches until ctx ends. It returns an error only if the first listing never completes.
+func (w *PodWatcher) Run(ctx context.Context) error {
+	selector := runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
+	factory := informers.NewSharedInformerFactoryWithOptions(w.cfg.Client, 0,
+		informers.WithNamespace(w.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	informer := factory.Core().V1().Pods().Informer()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.onAdd(obj) },
+		UpdateFunc: func(old, obj any) { w.onUpdate(old, obj) },
+		DeleteFunc: func(obj any) { w.onDelete(obj) },
+	}); err != nil {
+		return fmt.Errorf("pod watcher: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer w.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("pod watcher: the first pod listing did not complete")
+	}
+	var wg sync.WaitGroup
+	for range w.cfg.Workers {
+		wg.Go(func() {
+			for w.sendNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// onAdd reports a pod seen for the first time (also every pod after a restart's re-list);
+// a Pending pod tells its workflow nothing new.
+func (w *PodWatcher) onAdd(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || (pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil) {
+		return
+	}
+	w.enqueue(pod, podSignal(pod))
+}
+
+// onUpdate reports only transitions that matter: a new phase, or deletion started.
+func (w *PodWatcher) onUpdate(oldObj, newObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	pod, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	if old.Status.Phase == pod.Status.Phase && (old.DeletionTimestamp != nil) == (pod.DeletionTimestamp != nil) {
+		return
+	}
+	w.enqueue(pod, podSignal(pod))
+}
+
+// onDelete reports the pod gone, also when the informer only learned of it from a re-list.
+func (w *PodWatcher) onDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	sig := podSignal(pod)
+	sig.Phase = workflows.PodGone
+	w.enqueue(pod, sig)
+}
+
+func (w *PodWatcher) enqueue(pod *corev1.Pod, sig workflows.PodStatusSignal) {
+	id := pod.Annotations[runnerpod.AnnotationWorkflowID]
+	if id == "" {
+		return // labelled as ours but not made by a runner workflow: nobody to tell
+	}
+	w.queue.Add(podEvent{workflowID: id, signal: sig})
+}
+
+func podSignal(pod *corev1.Pod) workflows.PodStatusSignal {
+	return workflows.PodStatusSignal{
+		Pod: pod.Name, UID: string(pod.UID), Phase: workflows.PodPhase(pod.Status.Phase),
+		Reason: pod.Status.Reason, Deleting: pod.DeletionTimestamp != nil,
+	}
+}
+
+// sendNext sends one queued signal; false once the queue is shut down.
+func (w *PodWatcher) sendNext(ctx context.Context) bool {
+	ev, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(ev)
+	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", workflows.SignalPodStatus, ev.signal)
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil, errors.As(err, &notFound):
+		// A closed workflow has nothing left to learn about its pod.
+		w.queue.Forget(ev)
+	case ctx.Err() != nil:
+		w.queue.Forget(ev)
+	case w.queue.NumRequeues(ev) < maxSignalRetries:
+		w.log.Warn("Cannot signal runner workflow; retrying", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
+		w.queue.AddRateLimited(ev)
+	default:
+		w.log.Error("Giving up signalling runner workflow; its pod check will notice", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
+		w.queue.Forget(ev)
+	}
+	return true
+}

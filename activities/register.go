@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// RegisterRunner is the one activity that touches both GitHub and Kubernetes, which is why it
+// has this file of its own rather than living in github.go or kubernetes.go: the credential
+// GitHub mints (JIT configuration or registration token) must exist only inside this activity
+// and the Secret it is written to, so minting and storing cannot be two activities (the
+// credential would pass through the workflow history between them). It runs on the GitHub
+// task queue because its budgeted side effect is the GitHub call; the Secret write is the
+// second half of the same effect. It returns only the runner id and the Secret's name.
+//
+// Idempotence, for a retry after a crash at any point:
+//   - our Secret exists and names a runner GitHub still has → adopt it (no new registration);
+//   - GitHub answers 409 (the name exists) → the runner is looked up by name: offline and idle
+//     means a leftover of our own earlier attempt (names are unique per workflow), which is
+//     removed before a retryable error; online or busy means it is not ours → NotOwned;
+//   - a Secret of the same name that another workflow owns is never touched → NotOwned.
+func (a *GitHubActivities) RegisterRunner(ctx context.Context, in workflows.RegisterRunnerInput) (workflows.RegisterRunnerOutput, error) {
+	if err := validateRegistration(in); err != nil {
+		return workflows.RegisterRunnerOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
+	}
+	existing, err := ownedSecret(ctx, a.Kube, in.Namespace, in.Name, in.WorkflowID)
+	if err != nil {
+		return workflows.RegisterRunnerOutput{}, err
+	}
+	if in.Mode == workflows.RegistrationToken {
+		return a.registerWithToken(ctx, in, existing)
+	}
+	if out, adopted, err := a.adoptRegistration(ctx, in, existing); err != nil || adopted {
+		return out, err
+	}
+	return a.registerJIT(ctx, in, existing)
+}
+
+// adoptRegistration keeps the registration an earlier attempt of this activity wrote into our
+// Secret, if GitHub still has that runner.
+func (a *GitHubActivities) adoptRegistration(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, bool, error) {
+	if existing == nil || len(existing.Data[runnerpod.SecretKeyJITConfig]) == 0 {
+		return workflows.RegisterRunnerOutput{}, false, nil
+	}
+	id, err := strconv.ParseInt(existing.Annotations[runnerpod.AnnotationRunnerID], 10, 64)
+	if err != nil || id == 0 {
+		return workflows.RegisterRunnerOutput{}, false, nil
+	}
+	_, err = a.GitHub.GetRunner(ctx, in.Scope, id)
+	switch {
+	case isGitHubStatus(err, http.StatusNotFound):
+		return workflows.RegisterRunnerOutput{}, false, nil // gone: mint a new one into the same Secret
+	case err != nil:
+		return workflows.RegisterRunnerOutput{}, false, classifyGitHubError(callGetRunner, err)
+	}
+	return workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, Adopted: true}, true, nil
+}
+
+func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {
+	groupID, err := a.GitHub.RunnerGroupID(ctx, in.Scope, in.RunnerGroup)
+	if err != nil {
+		return workflows.RegisterRunnerOutput{}, classifyGitHubError(callRunnerGroup, err)
+	}
+	cfg, err := a.GitHub.CreateJITConfig(ctx, in.Scope, JITRequest{
+		Name: in.Name, RunnerGroupID: groupID, Labels: in.Labels, WorkFolder: in.WorkFolder,
+	})
+	if isGitHubStatus(err, http.StatusConflict) {
+		return workflows.RegisterRunnerOutput{}, a.clearNameClash(ctx, in)
+	}
+	if err != nil {
+		return workflows.RegisterRunnerOutput{}, classifyGitHubError(callGenerateJIT, err)
+	}
+	secret := runnerSecret{
+		namespace: in.Namespace, name: in.Name, pool: in.Pool, workflowID: in.WorkflowID,
+		runnerID: cfg.Runner.ID, key: runnerpod.SecretKeyJITConfig, value: cfg.EncodedConfig,
+	}
+	if err := applyRunnerSecret(ctx, a.Kube, existing, secret); err != nil {
+		// The registration now exists without a Secret; the retry meets the 409 path above.
+		return workflows.RegisterRunnerOutput{}, withoutSecret(err, cfg.EncodedConfig)
+	}
+	return workflows.RegisterRunnerOutput{RunnerID: cfg.Runner.ID, SecretName: in.Name}, nil
+}
+
+// clearNameClash handles GitHub's 409 "A runner with the name ... already exists".
+func (a *GitHubActivities) clearNameClash(ctx context.Context, in workflows.RegisterRunnerInput) error {
+	runners, err := a.GitHub.ListRunners(ctx, in.Scope, in.Name)
+	if err != nil {
+		return classifyGitHubError(callListRunners, err)
+	}
+	for _, r := range runners {
+		if !strings.EqualFold(r.Name, in.Name) {
+			continue
+		}
+		if r.Online || r.Busy {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"a runner named %s (id %d) is online at GitHub in %s and is not this workflow's registration",
+				in.Name, r.ID, in.Scope), workflows.ErrNotOwned, nil)
+		}
+		err := a.GitHub.RemoveRunner(ctx, in.Scope, r.ID)
+		if err != nil && !isGitHubStatus(err, http.StatusNotFound) {
+			return classifyGitHubError(callRemoveRunner, err)
+		}
+		return temporal.NewApplicationError(fmt.Sprintf(
+			"removed offline registration %d left by an earlier attempt for %s; registering again", r.ID, in.Name),
+			workflows.ErrTransient)
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("GitHub reported the name %s taken but does not list it; retrying", in.Name),
+		workflows.ErrTransient)
+}
+
+// registerWithToken writes a fresh registration token (they expire after an hour) into the
+// Secret; the runner registers itself with it, so the runner id is learned later, by name.
+func (a *GitHubActivities) registerWithToken(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {
+	token, err := a.GitHub.CreateRegistrationToken(ctx, in.Scope)
+	if err != nil {
+		return workflows.RegisterRunnerOutput{}, classifyGitHubError(callRegToken, err)
+	}
+	secret := runnerSecret{
+		namespace: in.Namespace, name: in.Name, pool: in.Pool, workflowID: in.WorkflowID,
+		key: runnerpod.SecretKeyRegistrationToken, value: token,
+	}
+	if err := applyRunnerSecret(ctx, a.Kube, existing, secret); err != nil {
+		return workflows.RegisterRunnerOutput{}, withoutSecret(err, token)
+	}
+	return workflows.RegisterRunnerOutput{SecretName: in.Name, RunnerURL: a.GitHub.RunnerURL(in.Scope)}, nil
+}
+
+func validateRegistration(in workflows.RegisterRunnerInput) error {
+	var problems []string
+	if in.Name == "" || in.Namespace == "" || in.WorkflowID == "" {
+		problems = append(problems, "name, namespace and workflow id are required")
+	}
+	if err := in.Scope.Validate(); err != nil {
+		problems = append(problems, "scope: "+err.Error())
+	}
+	switch in.Mode {
+	case workflows.RegistrationJIT:
+		if len(in.Labels) == 0 {
+			problems = append(problems, "a JIT runner needs at least one label")
+		}
+	case workflows.RegistrationToken:
+	default:
+		problems = append(problems, fmt.Sprintf("unknown registration mode %q", in.Mode))
+	}
+	if len(problems) > 0 {
+		return errors.New("invalid registration: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// withoutSecret makes sure an error that may quote a request body never carries the credential
+// into the workflow history; the error keeps its type and retry behaviour.
+func withoutSecret(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return temporal.NewApplicationErrorWithOptions(strings.ReplaceAll(app.Message(), secret, "[redacted]"), app.Type(),
+			temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable(), NextRetryDelay: app.NextRetryDelay()})
+	}
+	return temporal.NewApplicationError(strings.ReplaceAll(err.Error(), secret, "[redacted]"), workflows.ErrTransient)
+}
