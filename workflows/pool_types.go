@@ -131,6 +131,9 @@ type PoolState struct {
 	Decisions      []Decision       `json:"decisions,omitempty"`
 	Finished       []FinishedRunner `json:"finished,omitempty"`
 	Totals         PoolTotals       `json:"totals"`
+	// Applied is set by the first apply (its result is "created", later ones are not).
+	Applied     bool                    `json:"applied,omitempty"`
+	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
@@ -235,22 +238,23 @@ type PoolStatus struct {
 	Mode         PoolMode `json:"mode"`
 	ModeReason   string   `json:"modeReason,omitempty"`
 	// Bounds are in force now: spec, then an active scheduled override, then the operator's scale.
-	Bounds         Bounds                  `json:"bounds"`
-	OverrideActive bool                    `json:"overrideActive,omitempty"`
-	Scale          ScaleRequest            `json:"scale"`
-	Desired        int                     `json:"desired"`
-	Reservations   int                     `json:"reservations"`
-	Reserved       []Reservation           `json:"reserved,omitempty"`
-	RunnersByState map[RunnerState]int     `json:"runnersByState"`
-	Outdated       int                     `json:"outdated"`
-	Runners        []PoolRunner            `json:"runners"`
-	Orphans        []Orphan                `json:"orphans,omitempty"`
-	Decisions      []Decision              `json:"decisions,omitempty"`
-	Finished       []FinishedRunner        `json:"finished,omitempty"`
-	Totals         PoolTotals              `json:"totals"`
-	LastScaleOut   time.Time               `json:"lastScaleOut,omitzero"`
-	Held           string                  `json:"held,omitempty"`
-	Listing        *ListRunnersResultBrief `json:"listing,omitempty"`
+	Bounds         Bounds              `json:"bounds"`
+	OverrideActive bool                `json:"overrideActive,omitempty"`
+	Scale          ScaleRequest        `json:"scale"`
+	Desired        int                 `json:"desired"`
+	Reservations   int                 `json:"reservations"`
+	Reserved       []Reservation       `json:"reserved,omitempty"`
+	RunnersByState map[RunnerState]int `json:"runnersByState"`
+	Outdated       int                 `json:"outdated"`
+	Runners        []PoolRunner        `json:"runners"`
+	Orphans        []Orphan            `json:"orphans,omitempty"`
+	Decisions      []Decision          `json:"decisions,omitempty"`
+	Finished       []FinishedRunner    `json:"finished,omitempty"`
+	Totals         PoolTotals          `json:"totals"`
+	LastScaleOut   time.Time           `json:"lastScaleOut,omitzero"`
+	// Why explains the desired count and anything held back (delay, capacity, backoff, pause).
+	Why     string                  `json:"why,omitempty"`
+	Listing *ListRunnersResultBrief `json:"listing,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

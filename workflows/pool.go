@@ -1,0 +1,243 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// PoolWorkflow keeps one pool's runners: it starts runner workflows to reach the desired count,
+// drains idle ones to scale down or roll out a new template, and never takes a busy runner
+// down. It runs for the pool's whole life, continuing as new when its history grows; runner
+// workflows are children with parent-close policy ABANDON, so they outlive every run of it.
+//
+// Handlers only record (a runner's state report, an operator's scale, a new spec, a batch of
+// reservations); the loop decides with the pure Decide and executes the plan. Versioning: this
+// is the first version; later behaviour changes are gated with workflow.GetVersion, one
+// commented line each.
+func PoolWorkflow(ctx workflow.Context, in PoolInput) (PoolResult, error) {
+	p, err := newPool(ctx, in)
+	if err != nil {
+		return PoolResult{}, err
+	}
+	return PoolResult{}, p.run()
+}
+
+// pool is one run of a pool workflow. Only st is carried across continue-as-new; the rest
+// is this run's bookkeeping.
+type pool struct {
+	ctx    workflow.Context
+	st     PoolState
+	logger log.Logger
+	// canAfter and iterations implement PoolInput.ContinueAsNewAfter.
+	canAfter   int
+	iterations int
+	// changed is set by every handler and completion; the loop waits for it.
+	changed bool
+	// inflight counts child starts and signals to runners not yet acknowledged; listing is
+	// true while a runner listing runs. Continue-as-new waits for both.
+	inflight int
+	listing  bool
+	// plan is the last decision, for QueryStatus.
+	plan Plan
+	// drainers receive what is left in the signal channels before continue-as-new.
+	drainers []func() bool
+}
+
+func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
+	p := &pool{ctx: ctx, canAfter: in.ContinueAsNewAfter}
+	if in.State != nil {
+		p.st = *in.State
+	} else {
+		spec := in.Spec.WithDefaults()
+		if errs := spec.Validate(field.NewPath("spec")); len(errs) > 0 {
+			return nil, temporal.NewNonRetryableApplicationError("invalid pool spec: "+errs.ToAggregate().Error(), ErrInvalidSpec, nil)
+		}
+		p.st = PoolState{
+			Spec:         spec,
+			TemplateHash: spec.TemplateHash(),
+			Generation:   Generation(workflow.GetInfo(ctx).FirstRunID),
+			NextSeq:      1,
+			Mode:         PoolActive,
+		}
+	}
+	p.logger = log.With(workflow.GetLogger(ctx), "pool", p.st.Spec.Name)
+	return p, nil
+}
+
+// run is the pool's life: set up handlers, then decide, act, and wait for the next change.
+func (p *pool) run() error {
+	if err := p.registerHandlers(); err != nil {
+		return err
+	}
+	p.receiveSignals()
+	for {
+		now := workflow.Now(p.ctx)
+		p.changed = false
+		if err := p.syncSearchAttributes(); err != nil {
+			return err
+		}
+		p.pruneReservations(now)
+		p.plan = p.decide(now)
+		p.execute(p.plan, now)
+		p.startListing(now)
+		p.recordMetrics(now)
+		if p.shouldContinueAsNew() {
+			return p.continueAsNew()
+		}
+		if err := p.waitForChange(p.nextWake(now)); err != nil {
+			return err
+		}
+		p.iterations++
+	}
+}
+
+// bounds are the min, max and minIdle in force at now.
+func (p *pool) bounds(now time.Time) Bounds {
+	b, _, _ := effectiveBounds(p.st.Spec, p.st.Scale, now)
+	return b
+}
+
+func (p *pool) decide(now time.Time) Plan {
+	return Decide(DecideInput{
+		Now:            now,
+		Bounds:         p.bounds(now),
+		Reservations:   p.st.Reserved.Active(now),
+		Mode:           p.st.Mode,
+		TemplateHash:   p.st.TemplateHash,
+		Stateful:       p.st.Spec.Stateful(),
+		Runners:        p.st.Runners,
+		LastDesired:    p.st.LastDesired,
+		LastScaleOut:   p.st.LastScaleOut,
+		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
+		StartNotBefore: p.st.StartNotBefore,
+	})
+}
+
+// pruneReservations drops expired reservations (and restarts the clocks of those waiting
+// beyond max) once one has expired, so the carried state does not grow.
+func (p *pool) pruneReservations(now time.Time) {
+	for _, r := range p.st.Reserved.Reservations {
+		if !r.ExpiresAt.After(now) {
+			p.st.Reserved, _ = ApplyReservationBatch(p.st.Reserved, ReservationBatch{}, p.reservationParams(now))
+			return
+		}
+	}
+}
+
+func (p *pool) reservationParams(now time.Time) ReservationParams {
+	return ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
+}
+
+// nextWake is the earliest time something is due without any signal: a held-back action, a
+// reservation expiring, a scheduled override starting or ending, the next runner listing.
+func (p *pool) nextWake(now time.Time) time.Time {
+	candidates := []time.Time{p.plan.WakeAt}
+	for _, r := range p.st.Reserved.Reservations {
+		if r.ExpiresAt.After(now) {
+			candidates = append(candidates, r.ExpiresAt)
+		}
+	}
+	_, _, overrideChange := effectiveBounds(p.st.Spec, p.st.Scale, now)
+	candidates = append(candidates, overrideChange)
+	if len(p.st.Runners) > 0 && !p.listing {
+		candidates = append(candidates, p.st.NextListing)
+	}
+	var next time.Time
+	for _, c := range candidates {
+		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
+			next = c
+		}
+	}
+	return next
+}
+
+// waitForChange blocks until a handler or completion records a change, or until wake.
+func (p *pool) waitForChange(wake time.Time) error {
+	if wake.IsZero() {
+		return workflow.Await(p.ctx, func() bool { return p.changed })
+	}
+	// A wake time already due would spin the loop; one second is far below any interval here.
+	d := max(wake.Sub(workflow.Now(p.ctx)), time.Second)
+	_, err := workflow.AwaitWithTimeout(p.ctx, d, func() bool { return p.changed })
+	return err
+}
+
+func (p *pool) shouldContinueAsNew() bool {
+	return workflow.GetInfo(p.ctx).GetContinueAsNewSuggested() || (p.canAfter > 0 && p.iterations >= p.canAfter)
+}
+
+// continueAsNew waits for child starts, signals, the listing and update handlers in flight,
+// takes the signals still queued, and hands the whole state to the next run.
+func (p *pool) continueAsNew() error {
+	err := workflow.Await(p.ctx, func() bool {
+		return p.inflight == 0 && !p.listing && workflow.AllHandlersFinished(p.ctx)
+	})
+	if err != nil {
+		return err
+	}
+	for _, drain := range p.drainers {
+		for drain() {
+		}
+	}
+	st := p.st
+	p.logger.Info("Pool continues as new", "runners", len(st.Runners), "iterations", p.iterations)
+	return workflow.NewContinueAsNewError(p.ctx, PoolWorkflowType, PoolInput{State: &st, ContinueAsNewAfter: p.canAfter})
+}
+
+// syncSearchAttributes keeps the attributes the starter routes by (and the Temporal UI lists
+// by) equal to the spec, upserting only when they differ.
+func (p *pool) syncSearchAttributes() error {
+	spec := p.st.Spec
+	labels := make([]string, len(spec.Labels))
+	for i, l := range spec.Labels {
+		labels[i] = strings.ToLower(l)
+	}
+	have := workflow.GetTypedSearchAttributes(p.ctx)
+	var updates []temporal.SearchAttributeUpdate
+	for _, kv := range []struct {
+		key   temporal.SearchAttributeKeyKeyword
+		value string
+	}{
+		{SearchAttrPool, spec.Name}, {SearchAttrPoolScope, spec.Scope().String()}, {SearchAttrPoolGroup, spec.RunnerGroup},
+	} {
+		cur, ok := have.GetKeyword(kv.key)
+		switch {
+		case kv.value == "" && ok:
+			updates = append(updates, kv.key.ValueUnset())
+		case kv.value != "" && cur != kv.value:
+			updates = append(updates, kv.key.ValueSet(kv.value))
+		}
+	}
+	if cur, _ := have.GetKeywordList(SearchAttrPoolLabels); !slices.Equal(cur, labels) {
+		updates = append(updates, SearchAttrPoolLabels.ValueSet(labels))
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	return workflow.UpsertTypedSearchAttributes(p.ctx, updates...)
+}
+
+// recordMetrics publishes the pool's gauges through the replay-safe workflow metrics handler.
+func (p *pool) recordMetrics(now time.Time) {
+	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
+	m.Gauge("runnerflow_pool_desired_runners").Update(float64(p.plan.Desired))
+	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
+	counts := p.runnersByState()
+	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {
+		m.WithTags(map[string]string{"state": string(s)}).Gauge("runnerflow_pool_runners").Update(float64(counts[s]))
+	}
+}
+
+func (p *pool) runnersByState() map[RunnerState]int {
+	counts := map[RunnerState]int{}
+	for _, r := range p.st.Runners {
+		counts[r.State]++
+	}
+	return counts
+}

@@ -1,0 +1,241 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ActivityEnsureSlotClaims makes sure a stateful slot's PersistentVolumeClaims exist before
+// the slot's next runner starts: create, or adopt a claim this pool made earlier; a claim of
+// that name not labelled for this pool is NotOwned and never adopted. Claims outlive runners
+// so the next runner in the slot mounts the same volume.
+const ActivityEnsureSlotClaims = "EnsureSlotClaims"
+
+// EnsureSlotClaimsInput names one slot's claims and their templates.
+type EnsureSlotClaimsInput struct {
+	Pool      string      `json:"pool"`
+	Namespace string      `json:"namespace"`
+	Slot      int         `json:"slot"`
+	Claims    []SlotClaim `json:"claims"`
+}
+
+// SlotClaim is one claim of a slot: its name and the template it is made from.
+type SlotClaim struct {
+	Name     string                       `json:"name"`
+	Template corev1.PersistentVolumeClaim `json:"template"`
+}
+
+// EnsureSlotClaimsResult lists the claims created now (the rest already existed).
+type EnsureSlotClaimsResult struct {
+	Created []string `json:"created,omitempty"`
+}
+
+func ensureSlotClaims(ctx workflow.Context, in EnsureSlotClaimsInput) (EnsureSlotClaimsResult, error) {
+	var out EnsureSlotClaimsResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, KubernetesActivityPolicy), ActivityEnsureSlotClaims, in).Get(ctx, &out)
+	return out, err
+}
+
+func listRunners(ctx workflow.Context, in ListRunnersInput) (ListRunnersResult, error) {
+	var out ListRunnersResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, PoolListingPolicy), ActivityListRunners, in).Get(ctx, &out)
+	return out, err
+}
+
+// execute carries out a plan: drains first (so a rollout frees capacity), then starts.
+func (p *pool) execute(plan Plan, now time.Time) {
+	if p.st.Mode == PoolPaused {
+		return
+	}
+	if plan.ScaleOut {
+		p.st.LastScaleOut = now
+	}
+	var drained, started []string
+	for _, d := range plan.Drain {
+		i := p.find(d.Name)
+		p.st.Runners[i].Draining, p.st.Runners[i].DrainReason = true, d.Reason
+		p.signal(d.Name, SignalDrain, DrainRequest{Reason: d.Reason})
+		drained = append(drained, d.Name)
+	}
+	for _, s := range plan.Start {
+		started = append(started, p.start(s, now))
+	}
+	if len(drained) > 0 || len(started) > 0 || plan.Desired != p.st.LastDesired {
+		p.st.Decisions = appendBounded(p.st.Decisions, Decision{At: now, Desired: plan.Desired, Started: started, Drained: drained, Why: plan.Why}, PoolDecisionsKept)
+		p.logger.Info("Pool decision", "desired", plan.Desired, "started", len(started), "drained", len(drained), "why", plan.Why)
+	}
+	p.st.LastDesired = plan.Desired
+}
+
+// start records a new runner and starts its workflow as an abandoned child. The runner's own
+// reports are how the pool follows it; the child's completion is only a backstop for a runner
+// workflow that ended without reporting (e.g. terminated by hand).
+func (p *pool) start(s StartRunner, now time.Time) string {
+	spec := p.st.Spec
+	seq := p.st.NextSeq
+	p.st.NextSeq++
+	name := RunnerName(spec.Name, p.st.Generation, seq)
+	r := PoolRunner{Name: name, Seq: seq, TemplateHash: p.st.TemplateHash, State: RunnerPending, StartedAt: now, Since: now}
+	in := RunnerInput{Pool: spec.Name, Name: name, Spec: spec.runnerSpec(p.st.TemplateHash)}
+	if spec.Stateful() {
+		r.Stateful, r.Slot = true, s.Slot
+		in.Slot, in.SlotVolumes = s.Slot, spec.slotVolumes(s.Slot)
+	}
+	p.st.Runners = append(p.st.Runners, r)
+	p.st.Totals.Started++
+	p.inflight++
+	workflow.Go(p.ctx, func(ctx workflow.Context) { p.runRunner(ctx, in) })
+	return name
+}
+
+func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
+	if len(in.SlotVolumes) > 0 {
+		if _, err := ensureSlotClaims(ctx, p.slotClaims(in.Slot)); err != nil {
+			p.inflight--
+			p.forget(in.Name, RunnerFailed, "slot claims: "+err.Error())
+			return
+		}
+	}
+	cctx := workflow.WithChildOptions(ctx, RunnerChildPolicy(RunnerWorkflowID(in.Pool, in.Name)))
+	child := workflow.ExecuteChildWorkflow(cctx, RunnerWorkflowType, in)
+	err := child.GetChildWorkflowExecution().Get(ctx, nil)
+	p.inflight--
+	p.changed = true
+	if err != nil {
+		p.forget(in.Name, RunnerFailed, "runner workflow did not start: "+err.Error())
+		return
+	}
+	var res RunnerResult
+	err = child.Get(ctx, &res)
+	if p.find(in.Name) < 0 {
+		return // the runner reported its end, as it should
+	}
+	switch {
+	case err != nil:
+		p.forget(in.Name, RunnerFailed, "runner workflow ended without a report: "+err.Error())
+	case res.FinalState.Terminal():
+		p.forget(in.Name, res.FinalState, res.Reason)
+	default:
+		p.forget(in.Name, RunnerDone, "runner workflow ended without a report")
+	}
+}
+
+func (p *pool) slotClaims(slot int) EnsureSlotClaimsInput {
+	spec := p.st.Spec
+	in := EnsureSlotClaimsInput{Pool: spec.Name, Namespace: spec.Namespace, Slot: slot}
+	for _, t := range spec.VolumeClaimTemplates {
+		in.Claims = append(in.Claims, SlotClaim{Name: SlotClaimName(spec.Name, t.Name, slot), Template: *t.DeepCopy()})
+	}
+	return in
+}
+
+// signal sends a signal to one runner workflow without blocking the loop. A runner workflow
+// that no longer exists has ended without the pool hearing of it: the pool forgets it.
+func (p *pool) signal(runner, name string, arg any) {
+	p.inflight++
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		err := workflow.SignalExternalWorkflow(ctx, RunnerWorkflowID(p.st.Spec.Name, runner), "", name, arg).Get(ctx, nil)
+		p.inflight--
+		p.changed = true
+		var gone *temporal.UnknownExternalWorkflowExecutionError
+		switch {
+		case errors.As(err, &gone):
+			p.forget(runner, RunnerDone, "runner workflow not found when signalled "+name)
+		case err != nil:
+			p.logger.Warn("Signal to runner failed", "runner", runner, "signal", name, "error", err)
+		}
+	})
+}
+
+// startListing lists the pool's runners at GitHub (one paginated call) when due, while the
+// pool has runners. It runs beside the loop; its result is recorded like a signal.
+func (p *pool) startListing(now time.Time) {
+	if p.listing || len(p.st.Runners) == 0 || now.Before(p.st.NextListing) {
+		return
+	}
+	p.listing = true
+	in := ListRunnersInput{Scope: p.st.Spec.Scope(), NamePrefix: p.st.Spec.Name + "-"}
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		res, err := listRunners(ctx, in)
+		done := workflow.Now(ctx)
+		p.listing = false
+		p.changed = true
+		p.st.NextListing = done.Add(p.listingInterval())
+		if err != nil {
+			p.logger.Warn("Runner listing failed", "error", err)
+			p.st.LastListing = &ListRunnersResultBrief{At: done, Error: err.Error()}
+			return
+		}
+		p.applyListing(res, done)
+	})
+}
+
+// listingInterval is short while a runner is registering: the listing is how it is seen online.
+func (p *pool) listingInterval() time.Duration {
+	for _, r := range p.st.Runners {
+		if r.State == RunnerPending || r.State == RunnerRegistering {
+			return PoolListingIntervalStarting
+		}
+	}
+	return PoolListingInterval
+}
+
+// applyListing signals each runner whose GitHub status changed since the last listing and
+// records the orphans: runners with the pool's name that the pool does not track.
+func (p *pool) applyListing(res ListRunnersResult, now time.Time) {
+	listed := map[string]RunnerListing{}
+	var ours []RunnerListing
+	for _, l := range res.Runners {
+		if pool, ok := PoolFromRunnerName(l.Name); ok && pool == p.st.Spec.Name {
+			listed[l.Name] = l
+			ours = append(ours, l)
+		}
+	}
+	known := map[string]bool{}
+	for i := range p.st.Runners {
+		r := &p.st.Runners[i]
+		known[r.Name] = true
+		l, ok := listed[r.Name]
+		var status RunnerStatusSignal
+		switch {
+		case ok:
+			status = RunnerStatusSignal{Online: l.Online, Busy: l.Busy}
+		case r.Listed != nil:
+			status = RunnerStatusSignal{Gone: true}
+		default:
+			continue // not registered yet
+		}
+		if r.Listed == nil || *r.Listed != status {
+			r.Listed = &status
+			p.signal(r.Name, SignalRunnerStatus, status)
+		}
+	}
+	for _, f := range p.st.Finished {
+		known[f.Name] = true // GitHub may list a runner for a moment after it ended
+	}
+	p.st.Orphans = orphans(ours, known, p.st.Orphans, now)
+	p.st.LastListing = &ListRunnersResultBrief{At: now, Listed: len(ours)}
+}
+
+func orphans(listed []RunnerListing, known map[string]bool, before []Orphan, now time.Time) []Orphan {
+	firstSeen := map[string]time.Time{}
+	for _, o := range before {
+		firstSeen[o.Name] = o.FirstSeen
+	}
+	var out []Orphan
+	for _, l := range listed {
+		if known[l.Name] {
+			continue
+		}
+		seen, ok := firstSeen[l.Name]
+		if !ok {
+			seen = now
+		}
+		out = append(out, Orphan{Name: l.Name, ID: l.ID, Online: l.Online, Busy: l.Busy, FirstSeen: seen})
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// registerHandlers installs the pool's query and updates. Validators reject bad requests before
+// they reach history as accepted; handlers only record and mark the pool changed.
+func (p *pool) registerHandlers() error {
+	if err := workflow.SetQueryHandler(p.ctx, QueryStatus, p.status); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateApply, p.apply,
+		workflow.UpdateHandlerOptions{Validator: p.validateApply}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateScale, p.scale,
+		workflow.UpdateHandlerOptions{Validator: p.validateScale}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateReservations, p.reserve,
+		workflow.UpdateHandlerOptions{Validator: validateReservations})
+}
+
+// receiveSignals starts one receiver per signal. Each records and marks the pool changed; what
+// is still queued at continue-as-new is taken by the drainers.
+func (p *pool) receiveSignals() {
+	receive(p, SignalRunnerState, p.onRunnerState)
+	receive(p, SignalPause, func(r OperatorRequest) { p.setMode(PoolPaused, r.Reason) })
+	receive(p, SignalResume, func(r OperatorRequest) { p.setMode(PoolActive, r.Reason) })
+	receive(p, SignalDrain, func(r DrainRequest) { p.setMode(PoolDraining, r.Reason) })
+}
+
+func receive[T any](p *pool, name string, handle func(T)) {
+	ch := workflow.GetSignalChannel(p.ctx, name)
+	p.drainers = append(p.drainers, func() bool {
+		var v T
+		if !ch.ReceiveAsync(&v) {
+			return false
+		}
+		handle(v)
+		p.changed = true
+		return true
+	})
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		for {
+			var v T
+			// A payload that does not decode is dropped (and logged) by the SDK.
+			ch.Receive(ctx, &v)
+			handle(v)
+			p.changed = true
+		}
+	})
+}
+
+func (p *pool) setMode(mode PoolMode, reason string) {
+	p.logger.Info("Pool mode changed", "from", p.st.Mode, "to", mode, "reason", reason)
+	p.st.Mode, p.st.ModeReason = mode, reason
+}
+
+// onRunnerState records a runner's report. Reports of runners the pool no longer tracks (it
+// already learned of their end another way) are ignored.
+func (p *pool) onRunnerState(rep RunnerStateReport) {
+	now := workflow.Now(p.ctx)
+	i := p.find(rep.Runner)
+	if i < 0 {
+		return
+	}
+	if rep.State.Terminal() {
+		p.forget(rep.Runner, rep.State, rep.Reason)
+		return
+	}
+	r := &p.st.Runners[i]
+	r.State, r.Since = rep.State, now
+	if rep.RunnerID != 0 {
+		r.RunnerID = rep.RunnerID
+	}
+	switch rep.State {
+	case RunnerBusy:
+		r.Busy = true
+		p.st.Failures = 0
+	case RunnerIdle:
+		r.Busy = false
+		p.st.Failures = 0
+	case RunnerPending, RunnerRegistering:
+		r.Busy = false
+	}
+}
+
+func (p *pool) find(name string) int {
+	return slices.IndexFunc(p.st.Runners, func(r PoolRunner) bool { return r.Name == name })
+}
+
+// forget removes an ended runner and remembers it; a failed runner backs off further starts.
+func (p *pool) forget(name string, state RunnerState, reason string) {
+	i := p.find(name)
+	if i < 0 {
+		return
+	}
+	now := workflow.Now(p.ctx)
+	p.st.Runners = slices.Delete(p.st.Runners, i, i+1)
+	p.st.Finished = appendBounded(p.st.Finished, FinishedRunner{Name: name, State: state, At: now, Reason: reason}, PoolFinishedKept)
+	p.st.Totals.Finished++
+	if state == RunnerFailed {
+		p.st.Totals.Failed++
+		p.st.Failures++
+		backoff := min(PoolFailureBackoff<<min(p.st.Failures-1, 16), PoolFailureBackoffMax)
+		p.st.StartNotBefore = now.Add(backoff)
+		p.logger.Warn("Runner failed", "runner", name, "reason", reason, "backoff", backoff)
+	}
+	p.changed = true
+}
+
+func appendBounded[T any](list []T, v T, limit int) []T {
+	list = append(list, v)
+	if len(list) > limit {
+		list = slices.Clone(list[len(list)-limit:])
+	}
+	return list
+}
+
+func (p *pool) validateApply(req ApplyRequest) error {
+	spec := req.Spec.WithDefaults()
+	if spec.Name != p.st.Spec.Name {
+		return fmt.Errorf("spec.name: %q cannot be applied to pool %q (a pool cannot be renamed)", spec.Name, p.st.Spec.Name)
+	}
+	if errs := spec.Validate(field.NewPath("spec")); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	return nil
+}
+
+// apply replaces the spec. Like kubectl apply, it keeps the operator's scale unless the applied
+// file itself changes min or max; it never changes pause or drain.
+func (p *pool) apply(_ workflow.Context, req ApplyRequest) (ApplyResult, error) {
+	spec := req.Spec.WithDefaults()
+	old := p.st.Spec
+	hash := spec.TemplateHash()
+	res := ApplyResult{Result: ApplyConfigured, TemplateHash: hash, Rollout: hash != p.st.TemplateHash}
+	// The first apply normally arrives with the start (update-with-start) carrying the same spec.
+	switch same := sameJSON(old, spec); {
+	case same && !p.st.Applied:
+		res.Result = ApplyCreated
+	case same:
+		res.Result = ApplyUnchanged
+	}
+	p.st.Applied = true
+	if old.MinReplicas != spec.MinReplicas || !slices.Equal(ptrSlice(old.MaxReplicas), ptrSlice(spec.MaxReplicas)) {
+		p.st.Scale = ScaleRequest{}
+	}
+	p.st.Spec, p.st.TemplateHash = spec, hash
+	p.changed = true
+	if res.Result != ApplyUnchanged {
+		p.logger.Info("Pool spec applied", "result", res.Result, "templateHash", hash, "rollout", res.Rollout)
+	}
+	return res, nil
+}
+
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+func ptrSlice(v *int) []int {
+	if v == nil {
+		return nil
+	}
+	return []int{*v}
+}
+
+// layered returns min and max as the operator's request would leave them, before clamping.
+func (p *pool) layered(req ScaleRequest, now time.Time) (int, int) {
+	scale := p.st.Scale
+	if req.Min != nil {
+		scale.Min = req.Min
+	}
+	if req.Max != nil {
+		scale.Max = req.Max
+	}
+	b, _, _ := effectiveBounds(p.st.Spec, ScaleRequest{}, now)
+	if scale.Min != nil {
+		b.Min = *scale.Min
+	}
+	if scale.Max != nil {
+		b.Max = *scale.Max
+	}
+	return b.Min, b.Max
+}
+
+func (p *pool) validateScale(req ScaleRequest) error {
+	if req.Min == nil && req.Max == nil {
+		return fmt.Errorf(`scale: set "min", "max" or both, e.g. {"min":1,"max":5}`)
+	}
+	if req.Min != nil && *req.Min < 0 {
+		return fmt.Errorf("scale: min must be >= 0, got %d", *req.Min)
+	}
+	if req.Max != nil && (*req.Max < 0 || *req.Max > MaxPoolReplicas) {
+		return fmt.Errorf("scale: max must be between 0 and %d, got %d", MaxPoolReplicas, *req.Max)
+	}
+	if minR, maxR := p.layered(req, workflow.Now(p.ctx)); minR > maxR {
+		return fmt.Errorf("scale: min (%d) must be <= max (%d)", minR, maxR)
+	}
+	return nil
+}
+
+// scale records the operator's bounds. An explicit scale-down takes effect at once: the
+// scale-down delay guards against demand flapping, not against the operator.
+func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) {
+	now := workflow.Now(p.ctx)
+	before := p.bounds(now)
+	if req.Min != nil {
+		p.st.Scale.Min = ptr(*req.Min)
+	}
+	if req.Max != nil {
+		p.st.Scale.Max = ptr(*req.Max)
+	}
+	after := p.bounds(now)
+	if after.Min < before.Min || after.Max < before.Max {
+		p.st.LastScaleOut = time.Time{}
+	}
+	p.logger.Info("Pool scaled by operator", "min", after.Min, "max", after.Max)
+	p.changed = true
+	return ScaleResult{Bounds: after}, nil
+}
+
+func validateReservations(batch ReservationBatch) error {
+	for i, e := range batch.Events {
+		if e.JobID == 0 {
+			return fmt.Errorf("reservations: events[%d].jobId is required", i)
+		}
+	}
+	return nil
+}
+
+// reserve applies one scale window's batch of workflow_job events to the reservation book.
+func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationBatchResult, error) {
+	now := workflow.Now(p.ctx)
+	var res ReservationBatchResult
+	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, p.reservationParams(now))
+	p.changed = true
+	return res, nil
+}
+
+// status answers QueryStatus from the recorded state and the last decision.
+func (p *pool) status() (PoolStatus, error) {
+	now := workflow.Now(p.ctx)
+	b, overrideOn, _ := effectiveBounds(p.st.Spec, p.st.Scale, now)
+	outdated := 0
+	for _, r := range p.st.Runners {
+		if r.TemplateHash != p.st.TemplateHash {
+			outdated++
+		}
+	}
+	return PoolStatus{
+		Name: p.st.Spec.Name, Spec: p.st.Spec, TemplateHash: p.st.TemplateHash, Generation: p.st.Generation,
+		Mode: p.st.Mode, ModeReason: p.st.ModeReason, Bounds: b, OverrideActive: overrideOn, Scale: p.st.Scale,
+		Desired: p.plan.Desired, Why: p.plan.Why,
+		Reservations: p.st.Reserved.Active(now), Reserved: p.st.Reserved.Reservations,
+		RunnersByState: p.runnersByState(), Outdated: outdated, Runners: p.st.Runners,
+		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
+		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
+	}, nil
+}

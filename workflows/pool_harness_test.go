@@ -1,0 +1,453 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// poolHarness runs a pool workflow scenario in the test environment, across as many runs as
+// continue-as-new makes (each run gets a fresh environment that starts where the last ended).
+//
+// Runner workflows are played by a test double: a fake workflow registered under
+// RunnerWorkflowType that records its start and forwards drain signals, plus a small runner
+// simulation that reports state changes to the pool by signal — registering, idle, busy, done —
+// as runner workflows do. Runners started by an earlier run are not children of the current
+// one, so signals to them go through the environment's external-signal mock, as on a server.
+type poolHarness struct {
+	t        *testing.T
+	canAfter int
+	start    time.Time
+
+	env      *testsuite.TestWorkflowEnvironment
+	segments int
+	events   []*poolEvent
+
+	mu  sync.Mutex
+	sim map[string]*simRunner
+	// inputs records every runner workflow input, in start order.
+	inputs []RunnerInput
+	// claims counts EnsureSlotClaims calls per claim name.
+	claims map[string]int
+	// extraListed is listed by GitHub but unknown to the pool (an orphan).
+	extraListed []RunnerListing
+	// vanish makes the named runners' workflows end at once without reporting.
+	vanish   map[string]bool
+	stats    simStats
+	outcomes map[string]updateOutcome
+	seq      int
+	// failRegistration makes new runners fail 10s after they start.
+	failRegistration bool
+	// onSegment, if set, adds mocks to each run's environment.
+	onSegment func()
+}
+
+type simStats struct {
+	jobsCompleted int
+	jobsCancelled int
+	drained       int
+}
+
+type simRunner struct {
+	in         RunnerInput
+	state      RunnerState
+	busy       bool
+	drainAfter bool
+}
+
+type poolEvent struct {
+	at    time.Time
+	fn    func()
+	fired bool
+}
+
+func newPoolHarness(t *testing.T, canAfter int) *poolHarness {
+	return &poolHarness{
+		t: t, canAfter: canAfter, start: time.Date(2025, 6, 2, 8, 0, 0, 0, time.UTC),
+		sim: map[string]*simRunner{}, claims: map[string]int{}, vanish: map[string]bool{},
+	}
+}
+
+// at schedules fn at an offset from the scenario's start.
+func (h *poolHarness) at(offset time.Duration, fn func()) {
+	h.schedule(h.start.Add(offset), fn)
+}
+
+// after schedules fn at an offset from the current workflow time.
+func (h *poolHarness) after(d time.Duration, fn func()) {
+	h.schedule(h.env.Now().Add(d), fn)
+}
+
+// schedule runs fn at (about) at. Every event gets its own instant — a microsecond apart — and
+// every message to the pool is its own event: the test environment runs a workflow task per
+// delivered message, and a message still queued when that task continues as new is lost (a
+// server would refuse the completion and deliver it). No two messages at one instant means
+// none is ever queued behind a continue-as-new.
+func (h *poolHarness) schedule(at time.Time, fn func()) {
+	h.mu.Lock()
+	h.seq++
+	ev := &poolEvent{at: at.Add(time.Duration(h.seq) * time.Microsecond), fn: fn}
+	h.events = append(h.events, ev)
+	h.mu.Unlock()
+	if h.env != nil {
+		h.register(ev)
+	}
+}
+
+func (h *poolHarness) register(ev *poolEvent) {
+	env := h.env
+	if !ev.at.After(env.Now()) {
+		// Due while the previous run was ending: keep it after now, still on its own instant.
+		h.mu.Lock()
+		h.seq++
+		ev.at = env.Now().Add(time.Duration(h.seq) * time.Microsecond)
+		h.mu.Unlock()
+	}
+	delay := ev.at.Sub(env.Now())
+	env.RegisterDelayedCallback(func() {
+		// A run that has continued as new leaves its events to the next run's environment.
+		if ev.fired || env.IsWorkflowCompleted() {
+			return
+		}
+		ev.fired = true
+		ev.fn()
+	}, delay)
+}
+
+// run plays the scenario until end and returns the pool's status at end.
+func (h *poolHarness) run(spec PoolSpec, end time.Duration) PoolStatus {
+	var final PoolStatus
+	h.at(end, func() {
+		final = h.status()
+		h.env.CancelWorkflow()
+	})
+	in := PoolInput{Spec: spec, ContinueAsNewAfter: h.canAfter}
+	now := h.start
+	for {
+		h.segments++
+		if h.segments > 5000 {
+			h.t.Fatal("too many continue-as-new runs")
+		}
+		err := h.segment(in, now)
+		var can *workflow.ContinueAsNewError
+		if !errors.As(err, &can) {
+			if !temporal.IsCanceledError(err) {
+				h.t.Fatalf("pool workflow ended with %v, want cancelled at the end of the scenario", err)
+			}
+			return final
+		}
+		var next PoolInput
+		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+			h.t.Fatalf("decode continue-as-new input: %v", err)
+		}
+		if next.State == nil {
+			h.t.Fatal("continue-as-new carried no state")
+		}
+		in, now = next, h.env.Now()
+	}
+}
+
+func (h *poolHarness) segment(in PoolInput, now time.Time) error {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+	env := suite.NewTestWorkflowEnvironment()
+	h.env = env
+	env.SetStartTime(now)
+	env.SetDetachedChildWait(false)
+	env.SetTestTimeout(time.Minute)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: PoolWorkflowID("linux")})
+	env.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowType})
+	env.RegisterWorkflowWithOptions(h.fakeRunner, workflow.RegisterOptions{Name: RunnerWorkflowType})
+	env.RegisterActivityWithOptions(h.listRunners, activity.RegisterOptions{Name: ActivityListRunners})
+	env.RegisterActivityWithOptions(h.ensureClaims, activity.RegisterOptions{Name: ActivityEnsureSlotClaims})
+	env.SetOnChildWorkflowStartedListener(h.childStarted)
+	if h.onSegment != nil {
+		h.onSegment()
+	}
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(h.externalSignal)
+	h.mu.Lock()
+	pending := slices.DeleteFunc(slices.Clone(h.events), func(ev *poolEvent) bool { return ev.fired })
+	h.mu.Unlock()
+	for _, ev := range pending {
+		h.register(ev)
+	}
+	env.ExecuteWorkflow(PoolWorkflowType, in)
+	return env.GetWorkflowError()
+}
+
+// fakeRunner is the runner workflow's test double: it registers the runner with the simulation
+// and forwards drain signals to it, and never ends by itself (runners end by their reports).
+func (h *poolHarness) fakeRunner(ctx workflow.Context, in RunnerInput) (RunnerResult, error) {
+	h.mu.Lock()
+	gone := h.vanish[in.Name]
+	h.mu.Unlock()
+	if gone {
+		return RunnerResult{Name: in.Name}, nil
+	}
+	ch := workflow.GetSignalChannel(ctx, SignalDrain)
+	for {
+		var req DrainRequest
+		ch.Receive(ctx, &req)
+		h.drain(in.Name)
+	}
+}
+
+// childStarted registers a runner with the simulation as its workflow starts. It hooks the
+// environment's start notification rather than the fake's body, because the pool may continue
+// as new as soon as the start is acknowledged, before the body runs — a real runner workflow
+// runs on regardless.
+func (h *poolHarness) childStarted(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+	if info.WorkflowType.Name != RunnerWorkflowType {
+		return
+	}
+	var in RunnerInput
+	if err := args.Get(&in); err != nil {
+		h.t.Errorf("decode runner input: %v", err)
+		return
+	}
+	h.mu.Lock()
+	h.inputs = append(h.inputs, in)
+	gone := h.vanish[in.Name]
+	h.mu.Unlock()
+	if !gone {
+		h.started(in)
+	}
+}
+
+func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string, arg any) error {
+	name := workflowID[strings.LastIndex(workflowID, "/")+1:]
+	h.mu.Lock()
+	r, ok := h.sim[name]
+	h.mu.Unlock()
+	if !ok || r.state.Terminal() {
+		return &temporal.UnknownExternalWorkflowExecutionError{}
+	}
+	if signal == SignalDrain {
+		h.drain(name)
+	}
+	return nil
+}
+
+func (h *poolHarness) started(in RunnerInput) {
+	h.mu.Lock()
+	h.sim[in.Name] = &simRunner{in: in, state: RunnerPending}
+	fail := h.failRegistration
+	h.mu.Unlock()
+	if fail {
+		h.after(10*time.Second, func() { h.end(in.Name, RunnerFailed, "registration failed") })
+		return
+	}
+	h.after(time.Second, func() { h.advance(in.Name, RunnerPending, RunnerRegistering) })
+	h.after(20*time.Second, func() { h.advance(in.Name, RunnerRegistering, RunnerIdle) })
+}
+
+// advance moves a runner from one state to the next and reports it, unless something else
+// (a drain) moved it first.
+func (h *poolHarness) advance(name string, from, to RunnerState) {
+	h.mu.Lock()
+	r := h.sim[name]
+	if r.state != from {
+		h.mu.Unlock()
+		return
+	}
+	r.state = to
+	h.mu.Unlock()
+	h.report(name, to, "")
+}
+
+// report signals a runner's state to the pool, as the runner workflow does, in its own event.
+func (h *poolHarness) report(name string, state RunnerState, reason string) {
+	h.mu.Lock()
+	r := h.sim[name]
+	rep := RunnerStateReport{Runner: name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot, Reason: reason}
+	h.mu.Unlock()
+	h.after(0, func() { h.env.SignalWorkflow(SignalRunnerState, rep) })
+}
+
+// drain plays a runner's drain: a busy runner finishes its job first (never cancelled).
+func (h *poolHarness) drain(name string) {
+	h.mu.Lock()
+	r := h.sim[name]
+	if r.state.Terminal() || r.state == RunnerDraining || r.drainAfter {
+		h.mu.Unlock()
+		return
+	}
+	h.stats.drained++
+	if r.busy {
+		r.drainAfter = true
+		h.mu.Unlock()
+		return
+	}
+	r.state = RunnerDraining
+	h.mu.Unlock()
+	h.after(time.Second, func() { h.report(name, RunnerDraining, "drain") })
+	h.after(3*time.Second, func() { h.end(name, RunnerDone, "drained") })
+}
+
+func (h *poolHarness) end(name string, state RunnerState, reason string) {
+	h.mu.Lock()
+	h.sim[name].state = state
+	h.mu.Unlock()
+	h.report(name, state, reason)
+}
+
+// startJobs puts jobs on the first n idle runners (by name) and returns them.
+func (h *poolHarness) startJobs(n int) []string {
+	h.mu.Lock()
+	var idle []string
+	for name, r := range h.sim {
+		if r.state == RunnerIdle {
+			idle = append(idle, name)
+		}
+	}
+	slices.Sort(idle)
+	idle = idle[:min(n, len(idle))]
+	for _, name := range idle {
+		h.sim[name].state, h.sim[name].busy = RunnerBusy, true
+	}
+	h.mu.Unlock()
+	for _, name := range idle {
+		h.report(name, RunnerBusy, "")
+	}
+	return idle
+}
+
+// finishJobs completes the jobs of the named runners: an ephemeral runner (or one asked to
+// drain) ends, a persistent one is idle again.
+func (h *poolHarness) finishJobs(names []string) {
+	for _, name := range names {
+		h.mu.Lock()
+		r := h.sim[name]
+		if !r.busy {
+			h.mu.Unlock()
+			continue
+		}
+		r.busy = false
+		h.stats.jobsCompleted++
+		ends := r.in.Spec.Ephemeral || r.drainAfter
+		h.mu.Unlock()
+		if ends {
+			h.end(name, RunnerDone, "job completed")
+			continue
+		}
+		h.end(name, RunnerIdle, "")
+	}
+}
+
+func (h *poolHarness) listRunners(_ context.Context, in ListRunnersInput) (ListRunnersResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out ListRunnersResult
+	for name, r := range h.sim {
+		if strings.HasPrefix(name, in.NamePrefix) && (r.state == RunnerIdle || r.state == RunnerBusy || r.state == RunnerDraining) {
+			out.Runners = append(out.Runners, RunnerListing{Name: name, Online: true, Busy: r.busy})
+		}
+	}
+	out.Runners = append(out.Runners, h.extraListed...)
+	slices.SortFunc(out.Runners, func(a, b RunnerListing) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (h *poolHarness) ensureClaims(_ context.Context, in EnsureSlotClaimsInput) (EnsureSlotClaimsResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out EnsureSlotClaimsResult
+	for _, c := range in.Claims {
+		if h.claims[c.Name] == 0 {
+			out.Created = append(out.Created, c.Name)
+		}
+		h.claims[c.Name]++
+	}
+	return out, nil
+}
+
+func (h *poolHarness) status() PoolStatus {
+	v, err := h.env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		h.t.Fatalf("query status: %v", err)
+	}
+	var st PoolStatus
+	if err := v.Get(&st); err != nil {
+		h.t.Fatalf("decode status: %v", err)
+	}
+	return st
+}
+
+func (h *poolHarness) signal(name string, arg any) { h.env.SignalWorkflow(name, arg) }
+
+// update sends an update; its outcome is recorded under label when the pool answers.
+func (h *poolHarness) update(label, name string, arg any) {
+	h.env.UpdateWorkflow(name, label, &testsuite.TestUpdateCallback{
+		OnReject: func(e error) { h.setOutcome(label, updateOutcome{rejected: e}) },
+		OnAccept: func() {},
+		OnComplete: func(r any, e error) {
+			h.setOutcome(label, updateOutcome{failed: e, result: r})
+		},
+	}, arg)
+}
+
+// updateOutcome is an update's answer; the test environment hands back the handler's value.
+type updateOutcome struct {
+	rejected error
+	failed   error
+	result   any
+}
+
+func (h *poolHarness) setOutcome(label string, o updateOutcome) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.outcomes == nil {
+		h.outcomes = map[string]updateOutcome{}
+	}
+	h.outcomes[label] = o
+}
+
+func (h *poolHarness) outcome(label string) (updateOutcome, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o, ok := h.outcomes[label]
+	return o, ok
+}
+
+// fingerprint is what must be equal however often the pool continued as new.
+func fingerprint(st PoolStatus, stats simStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mode=%s desired=%d bounds=%+v reservations=%d totals=%+v outdated=%d\n",
+		st.Mode, st.Desired, st.Bounds, st.Reservations, st.Totals, st.Outdated)
+	for _, r := range st.Runners {
+		fmt.Fprintf(&b, "runner %s hash=%s state=%s busy=%v draining=%v slot=%d\n", r.Name, r.TemplateHash, r.State, r.Busy, r.Draining, r.Slot)
+	}
+	finished := []string{}
+	for _, f := range st.Finished {
+		finished = append(finished, f.Name+"="+string(f.State))
+	}
+	slices.Sort(finished)
+	fmt.Fprintf(&b, "finished %v\norphans %d\nsim %+v\n", finished, len(st.Orphans), stats)
+	return b.String()
+}
+
+func countState(st PoolStatus, state RunnerState, hash string) int {
+	n := 0
+	for _, r := range st.Runners {
+		if r.State == state && (hash == "" || r.TemplateHash == hash) {
+			n++
+		}
+	}
+	return n
+}

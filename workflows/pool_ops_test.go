@@ -1,0 +1,126 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Operator requests the pool cannot honour are rejected by its validators, with a message that
+// says why, and change nothing.
+func TestPoolRejectsBadOperatorRequests(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec() // min 1, max 5
+	renamed := poolTestSpec()
+	renamed.Name = "other"
+	invalid := poolTestSpec()
+	invalid.MinReplicas = 9
+	requests := []struct {
+		label, update string
+		arg           any
+		want          string
+	}{
+		{"min above max", UpdateScale, ScaleRequest{Min: ptr(6)}, "scale: min (6) must be <= max (5)"},
+		{"max below min", UpdateScale, ScaleRequest{Max: ptr(0)}, "scale: min (1) must be <= max (0)"},
+		{"negative", UpdateScale, ScaleRequest{Min: ptr(-1)}, "scale: min must be >= 0"},
+		{"too large", UpdateScale, ScaleRequest{Max: ptr(MaxPoolReplicas + 1)}, "scale: max must be between 0 and"},
+		{"empty", UpdateScale, ScaleRequest{}, `set "min", "max" or both`},
+		{"renamed", UpdateApply, ApplyRequest{Spec: renamed}, "a pool cannot be renamed"},
+		{"invalid spec", UpdateApply, ApplyRequest{Spec: invalid}, "spec.maxReplicas: Invalid value: 5: must be >= minReplicas (9)"},
+		{"reservation without job", UpdateReservations, ReservationBatch{Events: []WorkflowJobEvent{{Action: JobQueued}}}, "jobId is required"},
+	}
+	for i, r := range requests {
+		h.at(time.Minute+time.Duration(i)*time.Second, func() { h.update(r.label, r.update, r.arg) })
+	}
+	end := h.run(spec, 3*time.Minute)
+	for _, r := range requests {
+		o, ok := h.outcome(r.label)
+		if !ok || o.rejected == nil {
+			t.Errorf("%s: outcome %+v, want rejected", r.label, o)
+			continue
+		}
+		if !strings.Contains(o.rejected.Error(), r.want) {
+			t.Errorf("%s: rejected with %q, want it to contain %q", r.label, o.rejected, r.want)
+		}
+	}
+	if end.Bounds != (Bounds{Min: 1, Max: 5}) || end.Spec.Name != "linux" || len(end.Runners) != 1 {
+		t.Errorf("rejected requests changed the pool: bounds %+v, %d runners", end.Bounds, len(end.Runners))
+	}
+}
+
+// A runner workflow that ends without reporting (terminated by hand) is noticed through its
+// completion and replaced; the same for one that disappeared while the pool signalled it.
+func TestPoolReplacesRunnerThatEndedWithoutReport(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	h.vanish[RunnerName("linux", Generation(""), 1)] = true
+	end := h.run(spec, 2*time.Minute)
+	if len(end.Runners) != 1 || end.Totals.Started != 2 {
+		t.Fatalf("runners %s, totals %+v; want the vanished runner replaced", describeRunners(end), end.Totals)
+	}
+	if len(end.Finished) != 1 || !strings.Contains(end.Finished[0].Reason, "without a report") {
+		t.Errorf("finished %+v", end.Finished)
+	}
+}
+
+// Runners that fail in a row make the pool wait longer and longer before the next start; a
+// runner that comes online resets the backoff.
+func TestPoolBacksOffAfterFailedRunners(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	h.failRegistration = true
+	h.at(5*time.Minute, func() { h.failRegistration = false })
+	// Runners fail 10s after they start: at 10s, 50s, 2m and 4m10s; backoff 30s, 1m, 2m, 4m.
+	h.check(35*time.Second, "held 30s after the first failure", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && strings.Contains(st.Why, "starts held until")
+	})
+	h.check(45*time.Second, "second runner started", func(st PoolStatus) bool { return len(st.Runners) == 1 })
+	h.check(105*time.Second, "held a minute after the second failure", func(st PoolStatus) bool { return len(st.Runners) == 0 })
+	h.check(115*time.Second, "third runner started", func(st PoolStatus) bool { return len(st.Runners) == 1 })
+	h.check(8*time.Minute, "held four minutes after the fourth failure", func(st PoolStatus) bool { return len(st.Runners) == 0 })
+	h.check(8*time.Minute+40*time.Second, "fifth runner online", func(st PoolStatus) bool { return countState(st, RunnerIdle, "") == 1 })
+	end := h.run(poolTestSpec(), 10*time.Minute)
+	if end.Totals.Failed != 4 || end.Totals.Started != 5 || len(end.Runners) != 1 {
+		t.Errorf("totals %+v, runners %d; want 4 failed, 5 started, 1 running", end.Totals, len(end.Runners))
+	}
+}
+
+// The pool keeps the search attributes the starter routes by equal to its spec: set at start,
+// changed when an applied spec changes them, and not rewritten otherwise.
+func TestPoolSearchAttributes(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.Labels = []string{"Linux", "X64"}
+	next := spec
+	next.Labels = []string{"linux", "gpu"}
+	next.RunnerGroup = "ml"
+	var upserts []temporal.SearchAttributes
+	h.onSegment = func() {
+		h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+			upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
+		}).Return(nil)
+	}
+	h.at(5*time.Minute, func() { h.update("apply", UpdateApply, ApplyRequest{Spec: next}) })
+	h.run(spec, 10*time.Minute)
+	if len(upserts) != 2 {
+		t.Fatalf("%d upserts, want 2 (start and the applied spec)", len(upserts))
+	}
+	first, second := upserts[0], upserts[1]
+	if v, _ := first.GetKeyword(SearchAttrPool); v != "linux" {
+		t.Errorf("RunnerPool = %q", v)
+	}
+	if v, _ := first.GetKeyword(SearchAttrPoolScope); v != "org:acme" {
+		t.Errorf("RunnerPoolScope = %q", v)
+	}
+	if v, _ := first.GetKeywordList(SearchAttrPoolLabels); strings.Join(v, ",") != "linux,x64" {
+		t.Errorf("RunnerPoolLabels = %v, want lower-cased labels", v)
+	}
+	if v, _ := second.GetKeywordList(SearchAttrPoolLabels); strings.Join(v, ",") != "linux,gpu" {
+		t.Errorf("after apply RunnerPoolLabels = %v", v)
+	}
+	if v, _ := second.GetKeyword(SearchAttrPoolGroup); v != "ml" {
+		t.Errorf("after apply RunnerPoolGroup = %q", v)
+	}
+}
