@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-func testSpec() PoolSpec {
+func poolTestSpec() PoolSpec {
 	return PoolSpec{
 		Name:         "linux",
 		Organization: "acme",
@@ -23,9 +23,9 @@ func testSpec() PoolSpec {
 }
 
 func TestTemplateHashTracksWhatForcesANewRunner(t *testing.T) {
-	base := testSpec()
+	base := poolTestSpec()
 	h := base.TemplateHash()
-	if h != testSpec().TemplateHash() {
+	if h != poolTestSpec().TemplateHash() {
 		t.Fatal("hash of equal specs differs")
 	}
 	same := []func(*PoolSpec){
@@ -34,7 +34,7 @@ func TestTemplateHashTracksWhatForcesANewRunner(t *testing.T) {
 		func(s *PoolSpec) { s.Labels = []string{"x64", "linux"} },
 	}
 	for i, change := range same {
-		s := testSpec()
+		s := poolTestSpec()
 		change(&s)
 		if s.TemplateHash() != h {
 			t.Errorf("change %d must not force new runners but changed the hash", i)
@@ -53,7 +53,7 @@ func TestTemplateHashTracksWhatForcesANewRunner(t *testing.T) {
 		},
 	}
 	for i, change := range different {
-		s := testSpec()
+		s := poolTestSpec()
 		change(&s)
 		if s.TemplateHash() == h {
 			t.Errorf("change %d forces new runners but kept the hash", i)
@@ -62,12 +62,12 @@ func TestTemplateHashTracksWhatForcesANewRunner(t *testing.T) {
 }
 
 func TestValidSpecHasNoErrors(t *testing.T) {
-	if errs := testSpec().Validate(field.NewPath("pool")); len(errs) > 0 {
+	if errs := poolTestSpec().Validate(field.NewPath("pool")); len(errs) > 0 {
 		t.Fatalf("valid spec rejected: %v", errs)
 	}
 }
 
-func at(s string) metav1.Time {
+func rfc3339(s string) metav1.Time {
 	tm, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		panic(err)
@@ -76,13 +76,13 @@ func at(s string) metav1.Time {
 }
 
 func TestScheduledOverrides(t *testing.T) {
-	once := ScheduledOverride{StartTime: at("2024-03-01T09:00:00Z"), EndTime: at("2024-03-01T17:00:00Z"), MinReplicas: ptr(4)}
+	once := ScheduledOverride{StartTime: rfc3339("2024-03-01T09:00:00Z"), EndTime: rfc3339("2024-03-01T17:00:00Z"), MinReplicas: ptr(4)}
 	weekly := ScheduledOverride{
-		StartTime: at("2024-03-04T08:00:00Z"), EndTime: at("2024-03-04T18:00:00Z"), MinReplicas: ptr(3),
-		RecurrenceRule: &RecurrenceRule{Frequency: FrequencyWeekly, UntilTime: ptr(at("2024-04-01T00:00:00Z"))},
+		StartTime: rfc3339("2024-03-04T08:00:00Z"), EndTime: rfc3339("2024-03-04T18:00:00Z"), MinReplicas: ptr(3),
+		RecurrenceRule: &RecurrenceRule{Frequency: FrequencyWeekly, UntilTime: ptr(rfc3339("2024-04-01T00:00:00Z"))},
 	}
 	monthly := ScheduledOverride{
-		StartTime: at("2024-01-31T00:00:00Z"), EndTime: at("2024-02-01T00:00:00Z"), MaxReplicas: ptr(0),
+		StartTime: rfc3339("2024-01-31T00:00:00Z"), EndTime: rfc3339("2024-02-01T00:00:00Z"), MaxReplicas: ptr(0),
 		RecurrenceRule: &RecurrenceRule{Frequency: FrequencyMonthly},
 	}
 	cases := []struct {
@@ -104,13 +104,13 @@ func TestScheduledOverrides(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			active, next := activeOverride(tc.overrides, at(tc.now).Time)
+			active, next := activeOverride(tc.overrides, rfc3339(tc.now).Time)
 			if active != tc.wantActive {
 				t.Errorf("active = %d, want %d", active, tc.wantActive)
 			}
 			want := time.Time{}
 			if tc.wantNext != "" {
-				want = at(tc.wantNext).UTC()
+				want = rfc3339(tc.wantNext).UTC()
 			}
 			if !next.Equal(want) {
 				t.Errorf("next = %v, want %v", next, want)
@@ -120,9 +120,9 @@ func TestScheduledOverrides(t *testing.T) {
 }
 
 func TestEffectiveBoundsLayering(t *testing.T) {
-	s := testSpec()
-	s.ScheduledOverrides = []ScheduledOverride{{StartTime: at("2024-03-01T09:00:00Z"), EndTime: at("2024-03-01T17:00:00Z"), MinReplicas: ptr(4)}}
-	inside := at("2024-03-01T10:00:00Z").Time
+	s := poolTestSpec()
+	s.ScheduledOverrides = []ScheduledOverride{{StartTime: rfc3339("2024-03-01T09:00:00Z"), EndTime: rfc3339("2024-03-01T17:00:00Z"), MinReplicas: ptr(4)}}
+	inside := rfc3339("2024-03-01T10:00:00Z").Time
 	b, on, _ := effectiveBounds(s, ScaleRequest{}, inside)
 	if !on || b.Min != 4 || b.Max != 5 {
 		t.Errorf("override: got %+v on=%v", b, on)
@@ -131,7 +131,7 @@ func TestEffectiveBoundsLayering(t *testing.T) {
 	if b.Min != 2 || b.Max != 2 {
 		t.Errorf("operator max below override min must cap min: got %+v", b)
 	}
-	b, on, _ = effectiveBounds(s, ScaleRequest{Min: ptr(0)}, at("2024-03-02T10:00:00Z").Time)
+	b, on, _ = effectiveBounds(s, ScaleRequest{Min: ptr(0)}, rfc3339("2024-03-02T10:00:00Z").Time)
 	if on || b.Min != 0 || b.Max != 5 {
 		t.Errorf("operator min outside override: got %+v on=%v", b, on)
 	}
