@@ -1,0 +1,225 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// ScaleWindowInput starts one scale window of a pool. The starter starts it with
+// signal-with-start on ScaleWindowWorkflowID(pool), so the first event arrives with the start.
+type ScaleWindowInput struct {
+	Pool string `json:"pool"`
+	// Window is how long the window collects events after its first one; zero means
+	// DefaultScaleWindow.
+	Window time.Duration `json:"window,omitempty"`
+	// Carried holds the events that arrived while the previous window was applying its batch;
+	// set only by continue-as-new. They open this window.
+	Carried []WorkflowJobEvent `json:"carried,omitempty"`
+}
+
+// ScaleWindowResult says what one window did.
+type ScaleWindowResult struct {
+	// Events is the number of distinct events in the window's batch.
+	Events int `json:"events"`
+	// Duplicates counts events dropped as redeliveries (same delivery id, or same job and action).
+	Duplicates int `json:"duplicates"`
+	// Applied is the pool's answer to the batch; zero when no batch was sent or it failed.
+	Applied ReservationBatchResult `json:"applied"`
+	// UpdateError is set when the pool did not take the batch (pool gone, batch rejected).
+	UpdateError string `json:"updateError,omitempty"`
+	// Carried is the number of events handed to the next window.
+	Carried int `json:"carried,omitempty"`
+}
+
+// ActivityUpdatePoolReservations sends one scale window's batch to its pool as the
+// UpdateReservations update and waits for the pool's answer (activities.TemporalActivities).
+//
+// Why an activity calling client.UpdateWorkflow rather than a signal to the pool: the pool's
+// UpdateReservations handler validates and applies the batch and answers with what it did, so
+// the window completes only once the pool has durably taken its batch, and that answer is kept
+// in the window's history. The update id is the window's workflow and run id, so a retried
+// activity is deduplicated by the server; and because reservations are keyed by job, even a
+// batch applied twice (say across the pool's continue-as-new) changes nothing the second time.
+const ActivityUpdatePoolReservations = "UpdatePoolReservations"
+
+// UpdatePoolReservationsInput is one batch for one pool.
+type UpdatePoolReservationsInput struct {
+	Pool string `json:"pool"`
+	// UpdateID makes the update idempotent: the sending window's "<workflow id>/<run id>".
+	UpdateID string           `json:"updateId"`
+	Batch    ReservationBatch `json:"batch"`
+}
+
+// ScaleWindowWorkflow collects a pool's workflow_job events for one window (from its first
+// event), drops duplicates, and applies them to the pool with one UpdateReservations update.
+// Events that arrive while that update is in flight are drained and open the next window by
+// continue-as-new; events that arrive after this run has closed start the next run by
+// signal-with-start. Because the run drains its channel in the same workflow task that
+// completes it, and the server refuses to complete a run that has unseen signals, no event is
+// lost between windows.
+//
+// Job-started and job-completed notifications for runner workflows do not pass through here:
+// the starter signals the runner workflow directly, so a runner learns it is busy without the
+// window's delay and without adding to the window's history.
+func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
+	if in.Pool == "" {
+		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)
+	}
+	w := &scaleWindow{
+		in:     in,
+		window: in.Window,
+		ch:     workflow.GetSignalChannel(ctx, SignalWorkflowJob),
+		seen:   make(map[string]bool),
+		logger: log.With(workflow.GetLogger(ctx), "pool", in.Pool),
+	}
+	if w.window <= 0 {
+		w.window = DefaultScaleWindow
+	}
+	return w.run(ctx)
+}
+
+// scaleWindow is one run of the scale-window workflow.
+type scaleWindow struct {
+	in     ScaleWindowInput
+	window time.Duration
+	ch     workflow.ReceiveChannel
+	// events is the batch in arrival order; seen holds its dedupe keys (lookup only).
+	events []WorkflowJobEvent
+	seen   map[string]bool
+	result ScaleWindowResult
+	logger log.Logger
+}
+
+// run reads as the window's steps.
+func (w *scaleWindow) run(ctx workflow.Context) (ScaleWindowResult, error) {
+	for _, ev := range w.in.Carried {
+		w.add(ev)
+	}
+	if !w.awaitFirstEvent(ctx) {
+		return w.result, nil
+	}
+	w.collect(ctx)
+	w.drainInto(&w.events)
+	w.result.Events = len(w.events)
+	w.applyToPool(ctx)
+	next := w.drainNext()
+	if len(next) == 0 {
+		return w.result, nil
+	}
+	w.result.Carried = len(next)
+	w.logger.Info("events arrived during the update; they open the next window", "events", len(next))
+	return w.result, workflow.NewContinueAsNewError(ctx, ScaleWindowWorkflowType,
+		ScaleWindowInput{Pool: w.in.Pool, Window: w.in.Window, Carried: next})
+}
+
+// awaitFirstEvent waits for the event that opens the window. A run started without one (not
+// by the starter) closes after one window length with nothing to do.
+func (w *scaleWindow) awaitFirstEvent(ctx workflow.Context) bool {
+	if len(w.events) > 0 {
+		return true
+	}
+	timedOut := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(w.ch, func(c workflow.ReceiveChannel, _ bool) { w.receiveOne(c) })
+	sel.AddFuture(workflow.NewTimer(ctx, w.window), func(workflow.Future) { timedOut = true })
+	for len(w.events) == 0 && !timedOut {
+		sel.Select(ctx)
+	}
+	return len(w.events) > 0
+}
+
+// collect receives events until the window's time is up or it holds ScaleWindowMaxEvents.
+func (w *scaleWindow) collect(ctx workflow.Context) {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	closed := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(w.ch, func(c workflow.ReceiveChannel, _ bool) { w.receiveOne(c) })
+	sel.AddFuture(workflow.NewTimer(timerCtx, w.window), func(workflow.Future) { closed = true })
+	for !closed && len(w.events) < ScaleWindowMaxEvents {
+		sel.Select(ctx)
+	}
+}
+
+// receiveOne takes one ready event off the channel. ReceiveAsync skips a payload that does not
+// decode (the SDK logs it), so a corrupt signal cannot wedge the window.
+func (w *scaleWindow) receiveOne(c workflow.ReceiveChannel) {
+	var ev WorkflowJobEvent
+	if c.ReceiveAsync(&ev) {
+		w.add(ev)
+	}
+}
+
+// drainInto moves every event already delivered to the channel into dst, deduplicated.
+func (w *scaleWindow) drainInto(dst *[]WorkflowJobEvent) {
+	for {
+		var ev WorkflowJobEvent
+		if !w.ch.ReceiveAsync(&ev) {
+			return
+		}
+		if w.isNew(ev) {
+			*dst = append(*dst, ev)
+		}
+	}
+}
+
+// drainNext collects what arrived during the update: the next window's opening events.
+func (w *scaleWindow) drainNext() []WorkflowJobEvent {
+	var next []WorkflowJobEvent
+	w.drainInto(&next)
+	return next
+}
+
+// add appends an event to the batch unless it is a duplicate.
+func (w *scaleWindow) add(ev WorkflowJobEvent) {
+	if w.isNew(ev) {
+		w.events = append(w.events, ev)
+	}
+}
+
+// isNew records the event's dedupe keys and reports whether none was seen before: the same
+// delivery id is a redelivery; the same job and action is the same fact delivered twice.
+func (w *scaleWindow) isNew(ev WorkflowJobEvent) bool {
+	byJob := fmt.Sprintf("job/%d/%s", ev.JobID, ev.Action)
+	byDelivery := "delivery/" + ev.DeliveryID
+	if w.seen[byJob] || (ev.DeliveryID != "" && w.seen[byDelivery]) {
+		w.result.Duplicates++
+		return false
+	}
+	w.seen[byJob] = true
+	if ev.DeliveryID != "" {
+		w.seen[byDelivery] = true
+	}
+	return true
+}
+
+// applyToPool sends the batch as one update to the pool. A failure is recorded, not returned:
+// the events still waiting in the channel must reach the next window, and a lost batch costs
+// at most reservations that would have expired anyway.
+func (w *scaleWindow) applyToPool(ctx workflow.Context) {
+	info := workflow.GetInfo(ctx)
+	id := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
+	out, err := updatePoolReservations(ctx, UpdatePoolReservationsInput{
+		Pool:     w.in.Pool,
+		UpdateID: id,
+		Batch:    ReservationBatch{WindowID: id, Events: w.events},
+	})
+	if err != nil {
+		w.result.UpdateError = err.Error()
+		w.logger.Error("pool did not take the scale window's batch", "events", len(w.events), "error", err)
+		return
+	}
+	w.result.Applied = out
+}
+
+// updatePoolReservations is the typed call of ActivityUpdatePoolReservations.
+func updatePoolReservations(ctx workflow.Context, in UpdatePoolReservationsInput) (ReservationBatchResult, error) {
+	var out ReservationBatchResult
+	ctx = workflow.WithActivityOptions(ctx, ReservationUpdatePolicy)
+	err := workflow.ExecuteActivity(ctx, ActivityUpdatePoolReservations, in).Get(ctx, &out)
+	return out, err
+}
