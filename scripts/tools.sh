@@ -12,6 +12,7 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 temporal_version=1.5.1
 kubernetes_version=v1.34.4
 octokit_openapi_version=23.0.2
+octokit_webhooks_examples_version=7.6.1
 
 log() { printf 'tools: %s\n' "$*" >&2; }
 
@@ -51,18 +52,31 @@ fetch_github_openapi() {
   rm -rf "$out/tmp"
 }
 
+fetch_webhook_examples() {
+  local out=$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version
+  [ -s "$out/webhook-examples.json" ] && return
+  log "fetching GitHub's webhook example payloads (@octokit/webhooks-examples $octokit_webhooks_examples_version)"
+  mkdir -p "$out/tmp"
+  (cd "$out/tmp" && npm pack --silent "@octokit/webhooks-examples@$octokit_webhooks_examples_version" >/dev/null 2>&1)
+  tar -xzf "$out"/tmp/*.tgz -C "$out/tmp" package/api.github.com/index.json
+  mv "$out/tmp/package/api.github.com/index.json" "$out/webhook-examples.json"
+  rm -rf "$out/tmp"
+}
+
 link() { mkdir -p "$repo/bin"; ln -sfn "$1" "$repo/bin/$2"; }
 
 case "${1:-all}" in
   temporal) build_temporal ;;
   kubernetes) build_kubernetes ;;
   github-openapi) fetch_github_openapi ;;
-  all) build_temporal; build_kubernetes; fetch_github_openapi ;;
-  *) echo "usage: $0 [all|temporal|kubernetes|github-openapi]" >&2; exit 2 ;;
+  webhook-examples) fetch_webhook_examples ;;
+  all) build_temporal; build_kubernetes; fetch_github_openapi; fetch_webhook_examples ;;
+  *) echo "usage: $0 [all|temporal|kubernetes|github-openapi|webhook-examples]" >&2; exit 2 ;;
 esac
 
 [ -x "$cache/temporal-$temporal_version/temporal" ] && link "$cache/temporal-$temporal_version/temporal" temporal
 [ -x "$cache/kubernetes-$kubernetes_version/kube-apiserver" ] && link "$cache/kubernetes-$kubernetes_version/kube-apiserver" kube-apiserver
 [ -x "$cache/kubernetes-$kubernetes_version/etcd" ] && link "$cache/kubernetes-$kubernetes_version/etcd" etcd
 [ -s "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" ] && link "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" github-openapi.json
+[ -s "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" ] && link "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" github-webhook-examples.json
 exit 0
