@@ -167,7 +167,9 @@ func classifyGitHubStatus(call githubCall, msg string, status int) error {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrForbidden, nil)
 	case status == http.StatusUnprocessableEntity && call.on422 == workflows.ErrRunnerBusy:
-		return temporal.NewApplicationError(msg, workflows.ErrRunnerBusy)
+		// Expected while a job runs (possibly for hours): benign, so it is not logged as an error.
+		return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrRunnerBusy,
+			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	case status == http.StatusUnprocessableEntity || status == http.StatusBadRequest:
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrInvalidSpec, nil)
 	case status == http.StatusTooManyRequests:

@@ -165,6 +165,7 @@ func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) 
 		return r.fail(ctx, err)
 	}
 	r.setState(ctx, RunnerDone, end.reason)
+	r.drainSignals() // news of the pod we just deleted: nothing left to act on
 	return r.result(), nil
 }
 
@@ -206,6 +207,7 @@ func (r *runner) fail(ctx workflow.Context, cause error) (RunnerResult, error) {
 		}
 	}
 	r.setState(ctx, RunnerFailed, reason)
+	r.drainSignals()
 	var appErr *temporal.ApplicationError
 	if errors.As(cause, &appErr) && appErr.Type() == ErrRunnerFailed {
 		return r.result(), cause
@@ -221,6 +223,7 @@ func (r *runner) cancelled(ctx workflow.Context) (RunnerResult, error) {
 		r.log.Error("Cleanup after cancellation failed", "error", err)
 	}
 	r.setState(dctx, RunnerDone, "cancelled")
+	r.drainSignals()
 	return r.result(), temporal.NewCanceledError()
 }
 

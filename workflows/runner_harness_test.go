@@ -21,9 +21,9 @@ import (
 )
 
 const (
-	runnerTestPool   = "pool-a"
+	runnerTestPool = "pool-a"
 	runnerTestName = "pool-a-ab12-1"
-	runnerTestNS     = "runners"
+	runnerTestNS   = "runners"
 )
 
 // runnerTestInput is a runner of an organization-scoped pool; ephemeral runners use JIT, persistent

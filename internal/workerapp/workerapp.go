@@ -1,0 +1,228 @@
+// Package workerapp assembles runnerflow's worker in-process: the Temporal client, the
+// Kubernetes and GitHub clients, the activities, the pod watcher and two Temporal workers. The
+// worker binary (worker/main.go) and the integration tests use it, so what is tested is what runs.
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/runnerflow/runnerflow/activities"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// Config is what a worker needs. Zero values mean the documented defaults.
+type Config struct {
+	// TemporalAddress is the frontend's host:port; Namespace defaults to "default".
+	TemporalAddress string
+	Namespace       string
+	// Client, when set, is used instead of dialling (and is not closed by the App).
+	Client client.Client
+
+	// Kube, when set, is the Kubernetes client configuration; otherwise KubeconfigPath is read,
+	// and without either the in-cluster configuration is used.
+	Kube           *rest.Config
+	KubeconfigPath string
+	// WatchNamespace limits the pod watcher to one namespace; empty watches all.
+	WatchNamespace string
+
+	// GitHub configures the GitHub client (token or App, API base URL).
+	GitHub activities.GitHubConfig
+	// GitHubRequestsPerHour is the API budget the GitHub task queue's rate limit is derived
+	// from; zero means GitHub's standard 5000.
+	GitHubRequestsPerHour int
+
+	// Register, when set, adds more workflows and activities to the workflow worker
+	// (TaskQueue), e.g. test doubles or features not yet assembled here.
+	Register func(r worker.Registry, deps Deps)
+
+	// Identity names this worker in Temporal; empty means host and pid.
+	Identity string
+	// StopTimeout is how long a stopping worker lets running activities finish; zero means 10 s.
+	StopTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Deps are the clients a Register hook may build its activities from.
+type Deps struct {
+	Temporal   client.Client
+	Kubernetes kubernetes.Interface
+	GitHub     activities.GitHub
+	Logger     *slog.Logger
+}
+
+// App is an assembled worker. Create it with New, run it with Run.
+type App struct {
+	cfg       Config
+	log       *slog.Logger
+	temporal  client.Client
+	ownClient bool
+	deps      Deps
+	workers   []worker.Worker
+	watcher   *activities.PodWatcher
+}
+
+// New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
+// until Run.
+func New(cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = fmt.Sprintf("runnerflow-worker@%s/%d", host, os.Getpid())
+	}
+	a := &App{cfg: cfg, log: cfg.Logger}
+	kube, err := kubeClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gh, err := activities.NewGitHubClient(cfg.GitHub)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.dial(); err != nil {
+		return nil, err
+	}
+	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: cfg.Logger}
+	if a.watcher, err = activities.NewPodWatcher(activities.PodWatcherConfig{
+		Client: kube, Temporal: a.temporal, Namespace: cfg.WatchNamespace, Logger: cfg.Logger,
+	}); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.buildWorkers()
+	return a, nil
+}
+
+func kubeClient(cfg Config) (kubernetes.Interface, error) {
+	restCfg := cfg.Kube
+	if restCfg == nil {
+		var err error
+		if cfg.KubeconfigPath != "" {
+			restCfg, err = clientcmd.BuildConfigFromFlags("", cfg.KubeconfigPath)
+		} else {
+			restCfg, err = rest.InClusterConfig()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes configuration: %w", err)
+		}
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+func (a *App) dial() error {
+	if a.cfg.Client != nil {
+		a.temporal = a.cfg.Client
+		return nil
+	}
+	if a.cfg.TemporalAddress == "" {
+		return errors.New("temporal address is required")
+	}
+	c, err := client.Dial(client.Options{
+		HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Identity: a.cfg.Identity,
+		Logger: tlog.NewStructuredLogger(a.log),
+	})
+	if err != nil {
+		return fmt.Errorf("dial temporal at %s: %w", a.cfg.TemporalAddress, err)
+	}
+	a.temporal, a.ownClient = c, true
+	return nil
+}
+
+// buildWorkers creates the two workers: TaskQueue runs the workflows and the Kubernetes
+// activities; GitHubTaskQueue runs only the GitHub activities, under a task-queue rate limit that
+// the Temporal server enforces across all worker replicas (the GitHub budget, declared once).
+func (a *App) buildWorkers() {
+	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
+		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout,
+	})
+	registerWorkflows(main)
+	(&activities.KubernetesActivities{Client: a.deps.Kubernetes}).Register(main)
+	(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
+		activity.RegisterOptions{Name: workflows.ActivityUpdatePoolReservations})
+	if a.cfg.Register != nil {
+		a.cfg.Register(main, a.deps)
+	}
+	gh := worker.New(a.temporal, workflows.GitHubTaskQueue, worker.Options{
+		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DisableWorkflowWorker: true,
+		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubRequestsPerHour),
+	})
+	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
+	a.workers = []worker.Worker{main, gh}
+}
+
+// registerWorkflows registers every workflow under its explicit type name, so renaming a Go
+// function never breaks a running history.
+func registerWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType})
+}
+
+// Run starts the workers and the pod watcher and blocks until ctx ends or one of them fails;
+// then it stops the workers, letting running activities finish for up to StopTimeout.
+func (a *App) Run(ctx context.Context) error {
+	defer a.close()
+	for i, w := range a.workers {
+		if err := w.Start(); err != nil {
+			for _, started := range a.workers[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	watchErr := make(chan error, 1)
+	wg.Go(func() { watchErr <- a.watcher.Run(ctx) })
+	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
+		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubRequestsPerHour))
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-watchErr:
+	}
+	cancel()
+	for _, w := range a.workers {
+		w.Stop()
+	}
+	wg.Wait()
+	return err
+}
+
+// Deps returns the clients the App built, for tests and Register hooks.
+func (a *App) Deps() Deps { return a.deps }
+
+func (a *App) close() {
+	if a.ownClient {
+		a.temporal.Close()
+		a.ownClient = false
+	}
+}
