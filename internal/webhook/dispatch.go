@@ -1,0 +1,155 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// onWorkflowJob acts on one workflow_job event:
+//   - queued: reserve, through the routed pool's scale window;
+//   - completed: release, through the same window (and the window of the pool whose runner ran
+//     the job, if that is another pool), and tell the runner workflow its job is done;
+//   - in_progress: tell the runner workflow it is busy;
+//   - waiting and anything else: nothing (a waiting job needs no runner until approved).
+//
+// Runner notices go straight to the runner workflow rather than through the window: the
+// runner learns at once, and the window's history stays small. No GitHub API call is made.
+func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
+	switch je.event.Action {
+	case workflows.JobQueued:
+		return h.toWindows(ctx, je)
+	case workflows.JobCompleted:
+		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
+	case workflows.JobInProgress:
+		return h.toRunner(ctx, je, workflows.SignalJobStarted)
+	}
+	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}
+}
+
+// toWindows routes the event to its pool and signals-with-start that pool's scale window; a
+// completion also goes to the pool of the runner that ran the job when that differs.
+func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
+	pool, ok, err := h.cfg.Pools.Route(ctx, je.target)
+	if err != nil {
+		return temporalAnswer(err, "listing pools")
+	}
+	targets := []string{}
+	if ok {
+		targets = append(targets, pool.Name)
+	}
+	if runnerPool, _, named := je.runnerWorkflow(); named && je.event.Action == workflows.JobCompleted &&
+		runnerPool != pool.Name && h.knownPool(runnerPool) {
+		targets = append(targets, runnerPool)
+	}
+	if len(targets) == 0 {
+		return answer{http.StatusOK, OutcomeUnrouted, "no pool serves this job's repository and labels"}
+	}
+	for _, p := range targets {
+		if err := h.signalWindow(ctx, p, je.event); err != nil {
+			return temporalAnswer(err, "scale window of pool "+p)
+		}
+	}
+	return answer{http.StatusAccepted, OutcomeAccepted, "pool " + strings.Join(targets, ", ")}
+}
+
+// knownPool reports whether the table holds a pool of that name.
+func (h *Handler) knownPool(name string) bool {
+	for _, p := range h.cfg.Pools.Pools() {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// signalWithStart hands one event to the pool's current scale window, starting a new window if
+// none is running: the server does both atomically, so an event never falls between windows.
+func (h *Handler) signalWindow(ctx context.Context, pool string, ev workflows.WorkflowJobEvent) error {
+	id := workflows.ScaleWindowWorkflowID(pool)
+	_, err := h.cfg.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalWorkflowJob, ev,
+		client.StartWorkflowOptions{
+			ID:                    id,
+			TaskQueue:             workflows.TaskQueue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrPool.ValueSet(pool)),
+		},
+		workflows.ScaleWindowWorkflowType, workflows.ScaleWindowInput{Pool: pool, Window: h.cfg.Window})
+	return err
+}
+
+// toRunner forwards a job notice to the runner workflow the event names. A runner that is not
+// runnerflow's, or whose workflow has ended, is not an error: GitHub needs no retry for it.
+func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answer {
+	_, workflowID, ok := je.runnerWorkflow()
+	if !ok {
+		return answer{http.StatusOK, OutcomeIgnored, "job names no runnerflow runner"}
+	}
+	err := h.cfg.Temporal.SignalWorkflow(ctx, workflowID, "", signal,
+		workflows.JobSignal{JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion})
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "no_workflow").Inc()
+		return answer{http.StatusOK, OutcomeIgnored, "no running workflow for runner " + je.event.RunnerName}
+	case err != nil:
+		h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "error").Inc()
+		return temporalAnswer(err, "signalling runner "+je.event.RunnerName)
+	}
+	h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "sent").Inc()
+	return answer{http.StatusAccepted, OutcomeAccepted, "runner " + je.event.RunnerName}
+}
+
+// temporalAnswer maps a Temporal failure to the answer GitHub's delivery log should show:
+// unreachable, overloaded or too slow is 503 (worth a redelivery once Temporal is back); any
+// other refusal is 500.
+func temporalAnswer(err error, what string) answer {
+	if unavailable(err) {
+		return answer{http.StatusServiceUnavailable, OutcomeUnavailable, what + ": Temporal unavailable"}
+	}
+	return answer{http.StatusInternalServerError, OutcomeFailed, what + ": " + err.Error()}
+}
+
+func unavailable(err error) bool {
+	var (
+		unav      *serviceerror.Unavailable
+		deadline  *serviceerror.DeadlineExceeded
+		exhausted *serviceerror.ResourceExhausted
+		canceled  *serviceerror.Canceled
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.As(err, &unav), errors.As(err, &deadline), errors.As(err, &exhausted), errors.As(err, &canceled):
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// worst combines two answers: the one GitHub must see is the more severe.
+func worst(a, b answer) answer {
+	rank := func(x answer) int {
+		switch {
+		case x.status >= 500:
+			return 3
+		case x.status == http.StatusAccepted:
+			return 2
+		}
+		return 1
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}

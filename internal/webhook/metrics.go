@@ -1,0 +1,66 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes of one webhook delivery, the bounded values of the outcome label.
+const (
+	OutcomeAccepted     = "accepted"      // handed to Temporal (reservation, release, runner signal)
+	OutcomePong         = "pong"          // ping answered
+	OutcomeIgnored      = "ignored"       // an event or action scaling does not use
+	OutcomeUnrouted     = "unrouted"      // a workflow_job no pool fits
+	OutcomeBadSignature = "bad_signature" // 401
+	OutcomeMalformed    = "malformed"     // 400
+	OutcomeUnsupported  = "unsupported"   // 415, a content type GitHub does not send
+	OutcomeTooLarge     = "too_large"     // 413
+	OutcomeUnavailable  = "unavailable"   // 503, Temporal unreachable or too slow
+	OutcomeFailed       = "failed"        // 500, Temporal refused for another reason
+)
+
+// Metrics are the starter's webhook series. Labels are bounded: event is ping, workflow_job or
+// other; outcome is one of the Outcome constants; signal and result are fixed sets.
+type Metrics struct {
+	events        *prometheus.CounterVec
+	ack           prometheus.Histogram
+	runnerSignals *prometheus.CounterVec
+}
+
+// NewMetrics creates the webhook series and registers them with reg (the one registry /metrics
+// serves); a nil reg leaves them unregistered, for tests.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runnerflow_webhook_events_total",
+			Help: "GitHub webhook deliveries received, by event type and outcome.",
+		}, []string{"event", "outcome"}),
+		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "runnerflow_webhook_ack_duration_seconds",
+			Help:    "Time from receiving a webhook delivery to answering it (GitHub allows 10 s).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		runnerSignals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runnerflow_webhook_runner_signals_total",
+			Help: "Job started/completed notices forwarded to runner workflows, by signal and result.",
+		}, []string{"signal", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.events, m.ack, m.runnerSignals)
+	}
+	return m
+}
+
+// eventLabel keeps the event label bounded whatever the X-GitHub-Event header says.
+func eventLabel(event string) string {
+	switch event {
+	case "ping", "workflow_job":
+		return event
+	}
+	return "other"
+}
+
+// Events returns the counter of deliveries with the given event type and outcome, for tests
+// and the demo's summary.
+func (m *Metrics) Events(event, outcome string) prometheus.Counter {
+	return m.events.WithLabelValues(eventLabel(event), outcome)
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/runnerflow/runnerflow/internal/webhook"
+)
+
+// serveFlags are `starter serve`'s settings.
+type serveFlags struct {
+	listen        string
+	metricsListen string
+	address       string
+	namespace     string
+	secretFile    string
+	window        time.Duration
+}
+
+func parseServeFlags(args []string, out io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.listen, "listen", ":8080", "address of the webhook listener (POST /webhook, /healthz, /readyz)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the metrics listener (/metrics, /healthz, /readyz); empty turns it off")
+	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
+	fs.StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
+	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub webhook secret (default: $GITHUB_WEBHOOK_SECRET)")
+	fs.DurationVar(&f.window, "scale-window", 0, "how long a scale window collects events (0: the workflow default, 3s)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	return f, nil
+}
+
+// webhookSecret reads the secret from the file, else from GITHUB_WEBHOOK_SECRET. There is no
+// default: without a secret anyone could make runnerflow start runners.
+func webhookSecret(file string) ([]byte, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("webhook secret: %w", err)
+		}
+		// Secrets written with echo end in a newline GitHub's copy does not have.
+		secret := strings.TrimRight(string(b), "\r\n")
+		if secret == "" {
+			return nil, fmt.Errorf("webhook secret file %s is empty", file)
+		}
+		return []byte(secret), nil
+	}
+	if s := os.Getenv("GITHUB_WEBHOOK_SECRET"); s != "" {
+		return []byte(s), nil
+	}
+	return nil, errors.New("no webhook secret: set GITHUB_WEBHOOK_SECRET or --webhook-secret-file (refusing to accept unsigned webhooks)")
+}
+
+// runServe is `starter serve`: the webhook intake until ctx ends. It starts even while Temporal
+// is down (deliveries then get 503 and /readyz says so), so a restart of Temporal never needs a
+// restart of the starter.
+func runServe(ctx context.Context, args []string, stdout io.Writer) error {
+	f, err := parseServeFlags(args, stdout)
+	if err != nil {
+		return err
+	}
+	secret, err := webhookSecret(f.secretFile)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	c, err := client.NewLazyClient(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return fmt.Errorf("temporal client for %s: %w", f.address, err)
+	}
+	defer c.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h, err := webhook.NewHandler(webhook.Config{
+		Secret: secret, Temporal: c, Logger: logger, Metrics: webhook.NewMetrics(reg), Window: f.window,
+	})
+	if err != nil {
+		return err
+	}
+	go h.Pools().Run(ctx)
+	servers := []namedServer{{"webhook", f.listen, h.Routes()}}
+	if f.metricsListen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("GET /healthz", webhook.Healthy)
+		mux.HandleFunc("GET /readyz", h.Ready)
+		servers = append(servers, namedServer{"metrics", f.metricsListen, mux})
+	}
+	return serveAll(ctx, servers, stdout, logger)
+}
+
+type namedServer struct {
+	name, addr string
+	handler    http.Handler
+}
+
+// serveAll listens on every address, prints where, serves until ctx ends or one server fails,
+// then shuts all down, letting deliveries in flight finish.
+func serveAll(ctx context.Context, servers []namedServer, stdout io.Writer, logger *slog.Logger) error {
+	errc := make(chan error, len(servers))
+	var running []*http.Server
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			shutdown(running)
+			return fmt.Errorf("%s listener: %w", s.name, err)
+		}
+		srv := &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			// A 25 MB delivery over a slow link still fits; GitHub gives up after 10 s anyway.
+			ReadTimeout:  time.Minute,
+			WriteTimeout: time.Minute,
+			ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		running = append(running, srv)
+		fmt.Fprintf(stdout, "%s listening on %s\n", s.name, ln.Addr())
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdown(running)
+	return err
+}
+
+func shutdown(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(ctx)
+	}
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
