@@ -91,6 +91,8 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 	if r.state == "" {
 		r.setState(ctx, RunnerPending, "")
+	} else {
+		r.upsertSearchAttributes(ctx) // a new run after continue-as-new: make sure they are set
 	}
 	for {
 		if r.podUID == "" {
@@ -125,6 +127,7 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 // pod and makes the pod own the Secret.
 func (r *runner) registerAndStart(ctx workflow.Context) error {
 	r.attempt++
+	r.reg = RegisterRunnerOutput{}
 	r.obs = RunnerObservations{Drain: r.obs.Drain, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
 	r.setState(ctx, RunnerRegistering, "")
 	spec := r.in.Spec
@@ -253,10 +256,7 @@ func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string
 		return
 	}
 	r.state, r.reason = state, reason
-	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		SearchAttrRunnerState.ValueSet(string(state)), SearchAttrPool.ValueSet(r.in.Pool)); err != nil {
-		r.log.Warn("Cannot update search attributes", "error", err)
-	}
+	r.upsertSearchAttributes(ctx)
 	if r.in.Pool == "" {
 		return
 	}
@@ -270,6 +270,15 @@ func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string
 	var noPool *temporal.UnknownExternalWorkflowExecutionError
 	if err != nil && !errors.As(err, &noPool) {
 		r.log.Warn("Cannot report runner state to pool", "state", state, "error", err)
+	}
+}
+
+// upsertSearchAttributes keeps RunnerState and RunnerPool current, so the Temporal UI can list
+// e.g. all busy runners of a pool.
+func (r *runner) upsertSearchAttributes(ctx workflow.Context) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrRunnerState.ValueSet(string(r.state)), SearchAttrPool.ValueSet(r.in.Pool)); err != nil {
+		r.log.Warn("Cannot update search attributes", "error", err)
 	}
 }
 
