@@ -105,7 +105,7 @@ func newHandler(t *testing.T, pools ...string) *Handler {
 
 // waitForPools refreshes the table until every named pool is in it (visibility is eventually
 // consistent), failing after a generous bound.
-func waitForPools(t *testing.T, table *PoolTable, names ...string) {
+func waitForPools(t testing.TB, table *PoolTable, names ...string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -142,7 +142,7 @@ const idleQueue = "webhook-test-idle"
 
 // startPool starts an execution of type "pool" with the search attributes a pool workflow
 // publishes.
-func startPool(t *testing.T, p Pool) {
+func startPool(t testing.TB, p Pool) {
 	t.Helper()
 	attrs := []temporal.SearchAttributeUpdate{
 		workflows.SearchAttrPool.ValueSet(p.Name),
@@ -156,7 +156,7 @@ func startPool(t *testing.T, p Pool) {
 }
 
 // startIdle starts a workflow that no worker runs and terminates it when the test ends.
-func startIdle(t *testing.T, id, workflowType string, attrs temporal.SearchAttributes) {
+func startIdle(t testing.TB, id, workflowType string, attrs temporal.SearchAttributes) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: idleQueue, TypedSearchAttributes: attrs}, workflowType)
