@@ -72,7 +72,7 @@ func (h *Handler) knownPool(name string) bool {
 	return false
 }
 
-// signalWithStart hands one event to the pool's current scale window, starting a new window if
+// signalWindow hands one event to the pool's current scale window, starting a new window if
 // none is running: the server does both atomically, so an event never falls between windows.
 func (h *Handler) signalWindow(ctx context.Context, pool string, ev workflows.WorkflowJobEvent) error {
 	id := workflows.ScaleWindowWorkflowID(pool)

@@ -141,30 +141,7 @@ func TestDocumentedPayloads(t *testing.T) {
 		"queued/queued/null/null/wolfy1339/github-events-schemas":                       {status: http.StatusOK}, // user repository, no pool of its own
 	}
 
-	// Shapes the package does not document directly, derived from documented ones: a skipped
-	// job (never got a runner), jobs run by a runnerflow runner, a job cancelled while
-	// waiting, and a queued job of a user repository without a pool.
-	byKey := map[string]example{}
-	for _, e := range examples {
-		byKey[e.key()] = e
-	}
-	success := byKey["completed/completed/success/GitHub Actions 5/Codertocat/Hello-World"]
-	started := byKey["in_progress/in_progress/null/my runner/octo-org/example-workflow"]
-	waiting := byKey["waiting/waiting/null/null/lineville/elastic-machines-testing"]
-	userStarted := byKey["in_progress/in_progress/null/GitHub Actions 6/wolfy1339/github-events-schemas"]
-	for _, base := range []example{success, started, waiting, userStarted} {
-		if base.payload == nil {
-			t.Fatal("a documented example the variants derive from is missing from the pinned package")
-		}
-	}
-	noRunner := map[string]any{"runner_name": nil, "runner_id": nil, "runner_group_name": nil, "runner_group_id": nil}
-	examples = append(examples,
-		variant(t, success, "completed", merge(noRunner, map[string]any{"conclusion": "skipped"})),
-		variant(t, started, "in_progress", map[string]any{"runner_name": runner}),
-		variant(t, started, "completed", map[string]any{"runner_name": runner, "status": "completed", "conclusion": "success"}),
-		variant(t, waiting, "completed", map[string]any{"status": "completed", "conclusion": "cancelled"}),
-		variant(t, userStarted, "queued", merge(noRunner, map[string]any{"status": "queued"})),
-	)
+	examples = append(examples, derivedShapes(t, examples, runner)...)
 
 	seen := map[string]bool{}
 	for i, e := range examples {
@@ -221,4 +198,32 @@ func checkWindow(t *testing.T, key, pool, deliveryID string) {
 		}
 	}
 	t.Errorf("%s: delivery %s never reached the scale window of %s", key, deliveryID, pool)
+}
+
+// derivedShapes derives from documented examples the shapes the package does not document
+// directly: a skipped job (never got a runner), jobs run by a runnerflow runner, a job cancelled
+// while waiting, and a queued job of a user repository without a pool.
+func derivedShapes(t *testing.T, examples []example, runner string) []example {
+	t.Helper()
+	byKey := map[string]example{}
+	for _, e := range examples {
+		byKey[e.key()] = e
+	}
+	success := byKey["completed/completed/success/GitHub Actions 5/Codertocat/Hello-World"]
+	started := byKey["in_progress/in_progress/null/my runner/octo-org/example-workflow"]
+	waiting := byKey["waiting/waiting/null/null/lineville/elastic-machines-testing"]
+	userStarted := byKey["in_progress/in_progress/null/GitHub Actions 6/wolfy1339/github-events-schemas"]
+	for _, base := range []example{success, started, waiting, userStarted} {
+		if base.payload == nil {
+			t.Fatal("a documented example the variants derive from is missing from the pinned package")
+		}
+	}
+	noRunner := map[string]any{"runner_name": nil, "runner_id": nil, "runner_group_name": nil, "runner_group_id": nil}
+	return []example{
+		variant(t, success, "completed", merge(noRunner, map[string]any{"conclusion": "skipped"})),
+		variant(t, started, "in_progress", map[string]any{"runner_name": runner}),
+		variant(t, started, "completed", map[string]any{"runner_name": runner, "status": "completed", "conclusion": "success"}),
+		variant(t, waiting, "completed", map[string]any{"status": "completed", "conclusion": "cancelled"}),
+		variant(t, userStarted, "queued", merge(noRunner, map[string]any{"status": "queued"})),
+	}
 }

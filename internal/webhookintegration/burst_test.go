@@ -79,23 +79,7 @@ func TestBurstCountsEveryEventOnce(t *testing.T) {
 	in.settle(released, repoPool, orgPool, entPool)
 
 	for _, pool := range []string{repoPool, orgPool, entPool} {
-		st := in.status(pool)
-		got := reservedJobs(st)
-		if !slices.Equal(got, want[pool]) {
-			t.Errorf("pool %s reserves %d jobs, want exactly its %d: missing %v, extra %v",
-				pool, len(got), len(want[pool]), minus(want[pool], got), minus(got, want[pool]))
-		}
-		if st.Reservations != len(want[pool]) {
-			t.Errorf("pool %s counts %d active reservations, want %d", pool, st.Reservations, len(want[pool]))
-		}
-		updates, windows := in.reservationUpdates(pool)
-		t.Logf("pool %s: %d queued jobs reserved by %d pool updates from %d scale windows", pool, len(want[pool]), updates, windows)
-		if updates != windows {
-			t.Errorf("pool %s got %d reservation updates from %d windows, want one per window", pool, updates, windows)
-		}
-		if updates*10 > len(want[pool]) {
-			t.Errorf("pool %s got %d reservation updates for %d events: not batched", pool, updates, len(want[pool]))
-		}
+		in.checkReserved(pool, want[pool])
 	}
 
 	// Completions: every job is cancelled (completed without a runner), delivered newest
@@ -120,6 +104,28 @@ func TestBurstCountsEveryEventOnce(t *testing.T) {
 	p99, _ := in.ackPercentile(99)
 	pmax, _ := in.ackPercentile(100)
 	t.Logf("starter answered %d deliveries: p50 %v, p99 %v, max %v (GitHub allows 10 s)", n, p50, p99, pmax)
+}
+
+// checkReserved: the pool reserves exactly its jobs, after one update per scale window and far
+// fewer updates than events.
+func (in *intake) checkReserved(pool string, want []int64) {
+	in.t.Helper()
+	st := in.status(pool)
+	if got := reservedJobs(st); !slices.Equal(got, want) {
+		in.t.Errorf("pool %s reserves %d jobs, want exactly its %d: missing %v, extra %v",
+			pool, len(got), len(want), minus(want, got), minus(got, want))
+	}
+	if st.Reservations != len(want) {
+		in.t.Errorf("pool %s counts %d active reservations, want %d", pool, st.Reservations, len(want))
+	}
+	updates, windows := in.reservationUpdates(pool)
+	in.t.Logf("pool %s: %d queued jobs reserved by %d pool updates from %d scale windows", pool, len(want), updates, windows)
+	if updates != windows {
+		in.t.Errorf("pool %s got %d reservation updates from %d windows, want one per window", pool, updates, windows)
+	}
+	if updates*10 > len(want) {
+		in.t.Errorf("pool %s got %d reservation updates for %d events: not batched", pool, updates, len(want))
+	}
 }
 
 // spec completes a test pool: no runners at all (max 0), so the reservations stay exactly as
