@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
@@ -115,67 +111,6 @@ func TestFindSecretsSeesAPlantedSecret(t *testing.T) {
 	if got := findSecrets(raw, []string{"nope", "eyJydW5uZXIiOjF9"}); len(got) != 1 {
 		t.Fatalf("found %v, want the planted secret", got)
 	}
-}
-
-// writeCounter counts the Kubernetes API writes a client makes, by method and resource.
-type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func newWriteCounter() *writeCounter { return &writeCounter{counts: map[string]int{}} }
-
-// wrap returns a copy of cfg whose requests are counted.
-func (w *writeCounter) wrap(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodGet {
-				w.mu.Lock()
-				w.counts[req.Method+" "+resourceOf(req.URL.Path)]++
-				w.mu.Unlock()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
-	return c
-}
-
-func (w *writeCounter) total() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, v := range w.counts {
-		n += v
-	}
-	return n
-}
-
-func (w *writeCounter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var parts []string
-	for k, v := range w.counts {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-// resourceOf turns /api/v1/namespaces/ns/pods/name/status into "pods/status".
-func resourceOf(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if i := slices.Index(parts, "namespaces"); i >= 0 && len(parts) > i+2 {
-		parts = parts[i+2:]
-	}
-	if len(parts) > 2 {
-		return parts[0] + "/" + parts[2]
-	}
-	return parts[0]
 }
 
 // githubCallReport renders the double's API calls by route and status.

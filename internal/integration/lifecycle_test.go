@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/internal/kubewrites"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -19,8 +20,8 @@ const runners = 20
 // credential reached a workflow history. It also measures the API cost per runner lifecycle.
 func TestEphemeralRunnersEachRunOneJob(t *testing.T) {
 	s := newScenario(t, "lc")
-	writes := newWriteCounter()
-	startWorker(t, workerapp.Config{Kube: writes.wrap(world.Kube.Config), WatchNamespace: s.ns})
+	writes := kubewrites.NewCounter()
+	startWorker(t, workerapp.Config{Kube: writes.Wrap(world.Kube.Config), WatchNamespace: s.ns})
 	c := dialTemporal(t)
 
 	var inputs []workflows.RunnerInput
@@ -49,8 +50,8 @@ func TestEphemeralRunnersEachRunOneJob(t *testing.T) {
 
 	calls := world.GitHub.TotalCalls()
 	t.Logf("GitHub API calls: %d for %d runner lifecycles (%.2f each): %s", calls, runners, float64(calls)/runners, githubCallReport())
-	t.Logf("Kubernetes writes by the worker: %d for %d runner lifecycles (%.2f each): %s", writes.total(), runners,
-		float64(writes.total())/runners, writes)
+	t.Logf("Kubernetes writes by the worker: %d for %d runner lifecycles (%.2f each): %s", writes.Total(), runners,
+		float64(writes.Total())/runners, writes)
 	if n := world.GitHub.CallCount("POST /orgs/{org}/actions/runners/generate-jitconfig"); n != runners {
 		t.Errorf("%d JIT registrations for %d runners", n, runners)
 	}
