@@ -46,7 +46,9 @@ type World struct {
 	GitHub     *githubdouble.Server
 	// GitHubToken is a personal access token the double accepts.
 	GitHubToken string
-	Simulator   *simulator.Simulator
+	// WebhookSecret signs the double's webhook deliveries; give it to the starter.
+	WebhookSecret string
+	Simulator     *simulator.Simulator
 
 	dir       string
 	removeDir bool
