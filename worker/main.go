@@ -1,34 +1,38 @@
 // Command worker runs runnerflow's Temporal workers: the runner, pool and scale-window
-// workflows, their Kubernetes, GitHub and Temporal activities, and the pod watcher.
-// Credentials come from the environment (GITHUB_TOKEN) or a GitHub App key file, never from
-// flags.
+// workflows, their Kubernetes, GitHub and Temporal activities, the pod watcher, and /metrics.
+// Flags are in flags.go; credentials come from the environment (GITHUB_TOKEN,
+// TEMPORAL_API_KEY) or files, never from flag values. SIGTERM stops it gracefully.
 package main
 
 import (
 	"context"
 	"flag"
-	"log/slog"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 )
 
 func main() {
-	var cfg workerapp.Config
-	flag.StringVar(&cfg.TemporalAddress, "temporal-address", env("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
-	flag.StringVar(&cfg.Namespace, "namespace", env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-	flag.StringVar(&cfg.KubeconfigPath, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster")
-	flag.StringVar(&cfg.WatchNamespace, "watch-namespace", "", "watch runner pods in this namespace only; empty means all")
-	flag.StringVar(&cfg.GitHub.BaseURL, "github-url", env("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL")
-	flag.Int64Var(&cfg.GitHub.AppID, "github-app-id", 0, "GitHub App id (instead of GITHUB_TOKEN)")
-	flag.Int64Var(&cfg.GitHub.InstallationID, "github-installation-id", 0, "GitHub App installation id")
-	flag.StringVar(&cfg.GitHub.PrivateKeyPath, "github-app-key-file", "", "GitHub App private key (PEM file)")
-	flag.IntVar(&cfg.GitHubRequestsPerHour, "github-requests-per-hour", 5000, "GitHub API budget of the credential")
-	flag.Parse()
-	cfg.GitHub.Token = os.Getenv("GITHUB_TOKEN")
-	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	opts := defineFlags(fs)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with usage
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "worker takes no arguments, got %q\n", fs.Args())
+		os.Exit(2)
+	}
+	cfg, err := opts.config(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(2)
+	}
+	cfg.Metrics = prometheus.NewRegistry()
+	cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -40,11 +44,4 @@ func main() {
 		cfg.Logger.Error("Worker failed", "error", err)
 		os.Exit(1)
 	}
-}
-
-func env(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -5,6 +5,7 @@ package workerapp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -30,8 +32,13 @@ type Config struct {
 	// TemporalAddress is the frontend's host:port; Namespace defaults to "default".
 	TemporalAddress string
 	Namespace       string
-	// Client, when set, is used instead of dialling (and is not closed by the App).
+	// Client, when set, is used instead of dialling (and is not closed by the App); the
+	// connection settings and TemporalMetrics are then the caller's business.
 	Client client.Client
+	// TemporalTLS, when set, makes the connection TLS (mutual TLS when it holds a client
+	// certificate); TemporalCredentials authenticate it, e.g. a Temporal Cloud API key.
+	TemporalTLS         *tls.Config
+	TemporalCredentials client.Credentials
 
 	// Kube, when set, is the Kubernetes client configuration; otherwise KubeconfigPath is read,
 	// and without either the in-cluster configuration is used.
@@ -49,6 +56,18 @@ type Config struct {
 	// Register, when set, adds more workflows and activities to the workflow worker
 	// (TaskQueue), e.g. test doubles or features not yet assembled here.
 	Register func(r worker.Registry, deps Deps)
+
+	// Metrics is the process's one registry: the worker's own series (GitHub requests, rate
+	// limit, Kubernetes errors) and, through TemporalMetrics, the SDK's and the workflows'
+	// (pool gauges, scale-up latencies). Nil means no metrics.
+	Metrics *prometheus.Registry
+	// TemporalMetrics is the SDK metrics handler the dialled client reports through; nil with
+	// Metrics set means one is made for Metrics. A process with several Temporal clients (the
+	// demo) makes one with metrics.NewTemporalHandler and shares it.
+	TemporalMetrics client.MetricsHandler
+	// MetricsListen, when set, is the address Run serves /metrics, /healthz and /readyz on
+	// (":0" picks a free port; MetricsAddr tells which).
+	MetricsListen string
 
 	// Identity names this worker in Temporal; empty means host and pid.
 	Identity string
@@ -74,6 +93,7 @@ type App struct {
 	deps      Deps
 	workers   []worker.Worker
 	watcher   *activities.PodWatcher
+	obs       observability
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -93,15 +113,17 @@ func New(cfg Config) (*App, error) {
 		cfg.Identity = fmt.Sprintf("runnerflow-worker@%s/%d", host, os.Getpid())
 	}
 	a := &App{cfg: cfg, log: cfg.Logger}
-	kube, err := kubeClient(cfg)
+	a.obs.init(&a.cfg)
+	kube, err := kubeClient(a.cfg, a.obs.activities)
 	if err != nil {
 		return nil, err
 	}
-	gh, err := activities.NewGitHubClient(cfg.GitHub)
+	gh, err := activities.NewGitHubClient(a.cfg.GitHub)
 	if err != nil {
 		return nil, err
 	}
 	if err := a.dial(); err != nil {
+		a.obs.close()
 		return nil, err
 	}
 	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: cfg.Logger}
@@ -111,11 +133,15 @@ func New(cfg Config) (*App, error) {
 		a.close()
 		return nil, err
 	}
+	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
+		a.close()
+		return nil, err
+	}
 	a.buildWorkers()
 	return a, nil
 }
 
-func kubeClient(cfg Config) (kubernetes.Interface, error) {
+func kubeClient(cfg Config, m *activities.Metrics) (kubernetes.Interface, error) {
 	restCfg := cfg.Kube
 	if restCfg == nil {
 		var err error
@@ -127,6 +153,10 @@ func kubeClient(cfg Config) (kubernetes.Interface, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes configuration: %w", err)
 		}
+	}
+	if m != nil {
+		restCfg = rest.CopyConfig(restCfg) // the caller's configuration stays unwrapped
+		restCfg.Wrap(m.KubernetesTransport)
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -145,7 +175,8 @@ func (a *App) dial() error {
 	}
 	c, err := client.Dial(client.Options{
 		HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Identity: a.cfg.Identity,
-		Logger: tlog.NewStructuredLogger(a.log),
+		Logger: tlog.NewStructuredLogger(a.log), MetricsHandler: a.cfg.TemporalMetrics,
+		Credentials: a.cfg.TemporalCredentials, ConnectionOptions: client.ConnectionOptions{TLS: a.cfg.TemporalTLS},
 	})
 	if err != nil {
 		return fmt.Errorf("dial temporal at %s: %w", a.cfg.TemporalAddress, err)
@@ -185,8 +216,9 @@ func registerWorkflows(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType})
 }
 
-// Run starts the workers and the pod watcher and blocks until ctx ends or one of them fails;
-// then it stops the workers, letting running activities finish for up to StopTimeout.
+// Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
+// or one of them fails; then it stops the workers, letting running activities finish for up
+// to StopTimeout, and the listener last (/readyz says no from the start of the shutdown).
 func (a *App) Run(ctx context.Context) error {
 	defer a.close()
 	for i, w := range a.workers {
@@ -197,22 +229,34 @@ func (a *App) Run(ctx context.Context) error {
 			return fmt.Errorf("start worker: %w", err)
 		}
 	}
+	a.obs.started.Store(true)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	watchErr := make(chan error, 1)
-	wg.Go(func() { watchErr <- a.watcher.Run(ctx) })
+	errc := make(chan error, 2)
+	wg.Go(func() { errc <- a.watcher.Run(ctx) })
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	if a.obs.server != nil {
+		wg.Go(func() {
+			if err := a.obs.server.Serve(serveCtx); err != nil {
+				errc <- fmt.Errorf("metrics server: %w", err)
+			}
+		})
+	}
 	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
 		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubRequestsPerHour))
 	var err error
 	select {
 	case <-ctx.Done():
-	case err = <-watchErr:
+	case err = <-errc:
 	}
+	a.obs.started.Store(false)
 	cancel()
 	for _, w := range a.workers {
 		w.Stop()
 	}
+	stopServing()
 	wg.Wait()
 	return err
 }
@@ -221,6 +265,7 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Deps() Deps { return a.deps }
 
 func (a *App) close() {
+	a.obs.close()
 	if a.ownClient {
 		a.temporal.Close()
 		a.ownClient = false

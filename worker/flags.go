@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/runnerflow/runnerflow/internal/temporalconn"
+	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// options are the worker's command line. Credentials are read from the environment or from
+// files, never taken as flag values (those show in the process list).
+type options struct {
+	temporal        temporalconn.Config
+	kubeconfig      string
+	watchNamespace  string
+	githubURL       string
+	appID           int64
+	installationID  int64
+	appKeyFile      string
+	requestsPerHour int
+	metricsListen   string
+	stopTimeout     time.Duration
+	logLevel        string
+}
+
+// defineFlags defines every flag of the worker on fs.
+func defineFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	o.temporal.RegisterFlags(fs)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file ($KUBECONFIG); empty means the in-cluster configuration")
+	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
+	fs.StringVar(&o.githubURL, "github-url", envOr("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_URL)")
+	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")
+	fs.Int64Var(&o.installationID, "github-installation-id", 0, "GitHub App installation id")
+	fs.StringVar(&o.appKeyFile, "github-app-key-file", "", "GitHub App private key, PEM file")
+	fs.IntVar(&o.requestsPerHour, "github-requests-per-hour", workflows.DefaultGitHubRequestsPerHour, "GitHub API budget of the credential; all worker replicas together use at most 80% of it")
+	fs.StringVar(&o.metricsListen, "metrics-listen", ":9090", "address serving /metrics, /healthz and /readyz; empty turns it off")
+	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return o
+}
+
+// config turns the flags and the environment into the worker's configuration.
+func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return workerapp.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.requestsPerHour <= 0 {
+		return workerapp.Config{}, fmt.Errorf("--github-requests-per-hour must be positive, got %d", o.requestsPerHour)
+	}
+	tlsCfg, err := o.temporal.TLSConfig()
+	if err != nil {
+		return workerapp.Config{}, err
+	}
+	creds, err := o.temporal.Credentials()
+	if err != nil {
+		return workerapp.Config{}, err
+	}
+	cfg := workerapp.Config{
+		TemporalAddress: o.temporal.Address, Namespace: o.temporal.Namespace,
+		TemporalTLS: tlsCfg, TemporalCredentials: creds,
+		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
+		GitHubRequestsPerHour: o.requestsPerHour,
+		MetricsListen:         o.metricsListen,
+		StopTimeout:           o.stopTimeout,
+		Logger:                slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	cfg.GitHub.BaseURL = o.githubURL
+	if o.appID != 0 || o.installationID != 0 || o.appKeyFile != "" {
+		cfg.GitHub.AppID, cfg.GitHub.InstallationID, cfg.GitHub.PrivateKeyPath = o.appID, o.installationID, o.appKeyFile
+	} else {
+		cfg.GitHub.Token = strings.TrimSpace(getenv("GITHUB_TOKEN"))
+	}
+	return cfg, nil
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

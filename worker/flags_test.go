@@ -1,0 +1,98 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+func parse(t *testing.T, args ...string) *options {
+	t.Helper()
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := defineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestFlagsMakeTheWorkerConfig(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "")
+	o := parse(t, "--temporal-address=temporal:7233", "--namespace=ci", "--kubeconfig=/kube/config",
+		"--watch-namespace=runnerflow", "--github-url=https://ghe.example.com/api/v3/",
+		"--github-requests-per-hour=15000", "--metrics-listen=:9191", "--stop-timeout=45s")
+	cfg, err := o.config(env(map[string]string{"GITHUB_TOKEN": "ghp_token\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TemporalAddress != "temporal:7233" || cfg.Namespace != "ci" || cfg.TemporalTLS != nil || cfg.TemporalCredentials != nil {
+		t.Errorf("temporal: %q %q tls %v creds %v", cfg.TemporalAddress, cfg.Namespace, cfg.TemporalTLS, cfg.TemporalCredentials)
+	}
+	if cfg.KubeconfigPath != "/kube/config" || cfg.WatchNamespace != "runnerflow" {
+		t.Errorf("kubernetes: %q %q", cfg.KubeconfigPath, cfg.WatchNamespace)
+	}
+	if cfg.GitHub.BaseURL != "https://ghe.example.com/api/v3/" || cfg.GitHub.Token != "ghp_token" || cfg.GitHub.AppID != 0 {
+		t.Errorf("github: %q token %t app %d", cfg.GitHub.BaseURL, cfg.GitHub.Token == "ghp_token", cfg.GitHub.AppID)
+	}
+	if cfg.GitHubRequestsPerHour != 15000 || cfg.MetricsListen != ":9191" || cfg.StopTimeout != 45*time.Second || cfg.Logger == nil {
+		t.Errorf("budget %d metrics %q stop %s", cfg.GitHubRequestsPerHour, cfg.MetricsListen, cfg.StopTimeout)
+	}
+}
+
+// An App configuration wins over a token in the environment: a pod that has both mounted
+// must not silently act as the token's user.
+func TestGitHubAppFlagsTakeTheAppPath(t *testing.T) {
+	o := parse(t, "--github-app-id=11", "--github-installation-id=22", "--github-app-key-file=/keys/app.pem")
+	cfg, err := o.config(env(map[string]string{"GITHUB_TOKEN": "ghp_token"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := cfg.GitHub
+	if gh.AppID != 11 || gh.InstallationID != 22 || gh.PrivateKeyPath != "/keys/app.pem" || gh.Token != "" {
+		t.Errorf("github App config: %+v", gh)
+	}
+}
+
+func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
+	cfg, err := parse(t).config(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GitHubRequestsPerHour != workflows.DefaultGitHubRequestsPerHour || cfg.MetricsListen != ":9090" || cfg.GitHub.BaseURL != "https://api.github.com/" {
+		t.Errorf("defaults: budget %d metrics %q github %q", cfg.GitHubRequestsPerHour, cfg.MetricsListen, cfg.GitHub.BaseURL)
+	}
+}
+
+func TestTemporalAPIKeyFromTheEnvironment(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "cloud-key")
+	cfg, err := parse(t, "--temporal-address=ns.acct.tmprl.cloud:7233").config(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TemporalCredentials == nil || cfg.TemporalTLS == nil {
+		t.Error("an API key needs credentials and TLS")
+	}
+}
+
+func TestBadSettingsAreRefused(t *testing.T) {
+	for want, args := range map[string][]string{
+		"--log-level":                {"--log-level=loud"},
+		"--github-requests-per-hour": {"--github-requests-per-hour=0"},
+		"--temporal-tls-key":         {"--temporal-tls-cert=/tls/cert.pem"},
+		"temporal TLS CA":            {"--temporal-tls-ca=/nonexistent/ca.pem"},
+	} {
+		_, err := parse(t, args...).config(env(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want one mentioning %q", args, err, want)
+		}
+	}
+}
