@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/runnerflow/runnerflow/internal/metrics"
+	"github.com/runnerflow/runnerflow/internal/temporalconn"
 	"github.com/runnerflow/runnerflow/internal/webhook"
 )
 
@@ -26,8 +28,7 @@ import (
 type serveFlags struct {
 	listen        string
 	metricsListen string
-	address       string
-	namespace     string
+	temporal      temporalconn.Config
 	secretFile    string
 	window        time.Duration
 }
@@ -38,8 +39,7 @@ func parseServeFlags(args []string, out io.Writer) (serveFlags, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the webhook listener (POST /webhook, /healthz, /readyz)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the metrics listener (/metrics, /healthz, /readyz); empty turns it off")
-	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
-	fs.StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
+	f.temporal.RegisterFlags(fs)
 	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub webhook secret (default: $GITHUB_WEBHOOK_SECRET)")
 	fs.DurationVar(&f.window, "scale-window", 0, "how long a scale window collects events (0: the workflow default, 3s)")
 	if err := fs.Parse(args); err != nil {
@@ -85,13 +85,20 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	c, err := client.NewLazyClient(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	opts, err := f.temporal.ClientOptions()
 	if err != nil {
-		return fmt.Errorf("temporal client for %s: %w", f.address, err)
+		return err
 	}
-	defer c.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sdkMetrics, flush := metrics.NewTemporalHandler(reg, logger)
+	defer flush.Close()
+	opts.Logger, opts.MetricsHandler = tlog.NewStructuredLogger(logger), sdkMetrics
+	c, err := client.NewLazyClient(opts)
+	if err != nil {
+		return fmt.Errorf("temporal client for %s: %w", opts.HostPort, err)
+	}
+	defer c.Close()
 	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret, Temporal: c, Logger: logger, Metrics: webhook.NewMetrics(reg), Window: f.window,
 	})
@@ -153,11 +160,4 @@ func shutdown(servers []*http.Server) {
 	for _, srv := range servers {
 		_ = srv.Shutdown(ctx)
 	}
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }

@@ -56,7 +56,12 @@ type runnerHarness struct {
 
 func newRunnerHarness(t *testing.T) *runnerHarness {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
+	return newRunnerHarnessIn(t, &testsuite.WorkflowTestSuite{})
+}
+
+// newRunnerHarnessIn builds the harness in a suite the test prepared (e.g. with a metrics handler).
+func newRunnerHarnessIn(t *testing.T, suite *testsuite.WorkflowTestSuite) *runnerHarness {
+	t.Helper()
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	h := &runnerHarness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(RunnerWorkflow, workflow.RegisterOptions{Name: RunnerWorkflowType})

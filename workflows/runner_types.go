@@ -52,6 +52,9 @@ type RunnerObservations struct {
 	PodDeleting bool     `json:"podDeleting,omitempty"`
 	// Online is true once the runner was seen online in the current registration attempt.
 	Online bool `json:"online"`
+	// OnlineAt is when this attempt's runner was first known online (a listing, or a job
+	// starting on it), for the scale-up latency metric.
+	OnlineAt time.Time `json:"onlineAt,omitzero"`
 	// OfflineSince is set when GitHub lists the runner offline after it was online.
 	OfflineSince time.Time `json:"offlineSince,omitzero"`
 	// Gone is set when GitHub no longer knows a runner that was online.

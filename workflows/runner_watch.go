@@ -72,6 +72,7 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 		}
 		if gh.Online {
 			r.obs.Online = true
+			r.obs.noteOnline(workflow.Now(ctx))
 			r.obs.setBusy(gh.Busy)
 			return ending{}, false
 		}
@@ -163,15 +164,22 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalRunnerStatus), func(s RunnerStatusSignal) {
 			r.obs.recordRunnerStatus(s, now())
+			r.obs.noteOnline(now())
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalJobStarted), func(s JobSignal) {
 			if r.namesMe(s) {
+				first := r.obs.isNewJob(s)
 				r.obs.recordJobStarted(s)
+				r.obs.noteOnline(now())
+				if first {
+					r.recordScaleUpLatency(ctx, s)
+				}
 			}
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalJobCompleted), func(s JobSignal) {
 			if r.namesMe(s) {
 				r.obs.recordJobCompleted(s, r.limits.ephemeral, now())
+				r.obs.noteOnline(now())
 			}
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalDrain), func(d DrainRequest) {

@@ -89,12 +89,13 @@ func (h *Handler) signalWindow(ctx context.Context, pool string, ev workflows.Wo
 // toRunner forwards a job notice to the runner workflow the event names. A runner that is not
 // runnerflow's, or whose workflow has ended, is not an error: GitHub needs no retry for it.
 func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answer {
-	_, workflowID, ok := je.runnerWorkflow()
+	pool, workflowID, ok := je.runnerWorkflow()
 	if !ok {
 		return answer{http.StatusOK, OutcomeIgnored, "job names no runnerflow runner"}
 	}
-	err := h.cfg.Temporal.SignalWorkflow(ctx, workflowID, "", signal,
-		workflows.JobSignal{JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion})
+	err := h.cfg.Temporal.SignalWorkflow(ctx, workflowID, "", signal, workflows.JobSignal{
+		JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion, QueuedAt: je.queuedAt,
+	})
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):
@@ -105,6 +106,10 @@ func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answ
 		return temporalAnswer(err, "signalling runner "+je.event.RunnerName)
 	}
 	h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "sent").Inc()
+	if signal == workflows.SignalJobStarted {
+		// Only for a runner whose workflow exists, so the pool label names a real pool.
+		h.cfg.Metrics.observeJobStart(pool, je.queuedAt, je.startedAt)
+	}
 	return answer{http.StatusAccepted, OutcomeAccepted, "runner " + je.event.RunnerName}
 }
 

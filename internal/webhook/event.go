@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v92/github"
 
@@ -16,6 +17,9 @@ type jobEvent struct {
 	event workflows.WorkflowJobEvent
 	// target is what routing needs.
 	target JobTarget
+	// queuedAt and startedAt are GitHub's created_at and started_at of the job (zero when
+	// absent): the job-start latency, measured at no API cost.
+	queuedAt, startedAt time.Time
 }
 
 // enterpriseOnly reads the one field of a workflow_job payload that go-github's
@@ -63,6 +67,7 @@ func parseWorkflowJob(deliveryID string, payload []byte) (jobEvent, error) {
 			Labels:      wj.Labels,
 		},
 	}
+	je.queuedAt, je.startedAt = wj.GetCreatedAt().Time, wj.GetStartedAt().Time
 	if ent.Enterprise != nil {
 		je.target.Enterprise = ent.Enterprise.Slug
 	}

@@ -1,7 +1,11 @@
 package webhook
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runnerflow/runnerflow/internal/metrics"
 )
 
 // Outcomes of one webhook delivery, the bounded values of the outcome label.
@@ -24,6 +28,7 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 	ack           prometheus.Histogram
 	runnerSignals *prometheus.CounterVec
+	jobStart      *prometheus.HistogramVec
 }
 
 // NewMetrics creates the webhook series and registers them with reg (the one registry /metrics
@@ -43,11 +48,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "runnerflow_webhook_runner_signals_total",
 			Help: "Job started/completed notices forwarded to runner workflows, by signal and result.",
 		}, []string{"signal", "result"}),
+		jobStart: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "runnerflow_job_start_seconds",
+			Help:    "From a job being queued to it running on a runnerflow runner (GitHub's started_at - created_at), by pool.",
+			Buckets: metrics.DurationBuckets,
+		}, []string{"pool"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.ack, m.runnerSignals)
+		reg.MustRegister(m.events, m.ack, m.runnerSignals, m.jobStart)
 	}
 	return m
+}
+
+// observeJobStart records one job's wait from queued to started; GitHub's timestamps have
+// whole seconds. A notice without both times, or with started before queued, says nothing.
+func (m *Metrics) observeJobStart(pool string, queued, started time.Time) {
+	if queued.IsZero() || started.IsZero() || started.Before(queued) {
+		return
+	}
+	m.jobStart.WithLabelValues(pool).Observe(started.Sub(queued).Seconds())
 }
 
 // eventLabel keeps the event label bounded whatever the X-GitHub-Event header says.

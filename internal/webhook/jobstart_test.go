@@ -1,0 +1,63 @@
+package webhook
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// An in_progress notice hands the runner the job's queue time (for its scale-up latencies)
+// and records the job's wait in the pool's job-start histogram, once the runner workflow took
+// the notice; a job run by a runner that is not runnerflow's records nothing.
+func TestJobStartedRecordsTheJobsWait(t *testing.T) {
+	pool := unique("jobstart-")
+	runner := workflows.RunnerName(pool, "abcd", 1)
+	startIdle(t, workflows.RunnerWorkflowID(pool, runner), workflows.RunnerWorkflowType, temporal.SearchAttributes{})
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	h, err := NewHandler(Config{Secret: []byte(testSecret), Temporal: tc, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := func(id int, runnerName string) []byte {
+		return fmt.Appendf(nil, `{"action":"in_progress","workflow_job":{"id":%d,"run_id":1,"status":"in_progress",`+
+			`"created_at":"2026-03-01T12:00:00Z","started_at":"2026-03-01T12:00:07Z","runner_name":%q,"labels":["linux"]},`+
+			`"repository":{"full_name":"acme/app","owner":{"login":"acme","type":"Organization"}}}`, id, runnerName)
+	}
+	if w := serve(h, delivery("workflow_job", "d1", started(41, runner))); w.Code != http.StatusAccepted {
+		t.Fatalf("in_progress for a runnerflow runner: %d %s", w.Code, w.Body)
+	}
+	if w := serve(h, delivery("workflow_job", "d2", started(42, "GitHub Actions 7"))); w.Code != http.StatusOK {
+		t.Fatalf("in_progress for a hosted runner: %d %s", w.Code, w.Body)
+	}
+
+	got := signals[workflows.JobSignal](t, workflows.RunnerWorkflowID(pool, runner), workflows.SignalJobStarted)
+	want := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if len(got) != 1 || !got[0].QueuedAt.Equal(want) {
+		t.Fatalf("runner got %+v, want one notice queued at %s", got, want)
+	}
+	count, err := testutil.GatherAndCount(reg, "runnerflow_job_start_seconds")
+	if err != nil || count != 1 {
+		t.Fatalf("job start series: %d, %v; want one (the runnerflow pool's)", count, err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "runnerflow_job_start_seconds" {
+			continue
+		}
+		hist := f.Metric[0].GetHistogram()
+		if hist.GetSampleCount() != 1 || hist.GetSampleSum() != 7 || f.Metric[0].GetLabel()[0].GetValue() != pool {
+			t.Errorf("job start histogram %v, want one 7 s wait in pool %s", f.Metric[0], pool)
+		}
+	}
+}
