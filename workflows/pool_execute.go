@@ -87,6 +87,10 @@ func (p *pool) start(s StartRunner, now time.Time) string {
 	}
 	p.st.Runners = append(p.st.Runners, r)
 	p.st.Totals.Started++
+	// A new runner is seen online through the listing: list soon, not at the idle pace.
+	if soon := now.Add(PoolListingIntervalStarting); p.st.NextListing.After(soon) {
+		p.st.NextListing = soon
+	}
 	p.inflight++
 	workflow.Go(p.ctx, func(ctx workflow.Context) { p.runRunner(ctx, in) })
 	return name

@@ -2,6 +2,8 @@ package poolspec
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +217,24 @@ func names(pools []workflows.PoolSpec) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// The example in docs/pools.md must stay a valid pools file.
+func TestDocumentedExampleIsValid(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "pools.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("docs/pools.md has no yaml example")
+	}
+	pools, err := Parse([]byte(example))
+	if err != nil {
+		t.Fatalf("documented example: %v", err)
+	}
+	if len(pools) != 2 || !pools[0].Stateful() || pools[1].IsEphemeral() || len(pools[0].ScheduledOverrides) != 1 {
+		t.Errorf("documented example decoded as %+v", names(pools))
+	}
 }
