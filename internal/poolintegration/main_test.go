@@ -87,7 +87,7 @@ func (p *poolTest) startWorker() {
 	app, err := workerapp.New(workerapp.Config{
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Kube: world.Kube.Config, WatchNamespace: p.ns,
-		GitHub:   activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
+		GitHub: activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
 		Logger: quietLogger(),
 	})
 	if err != nil {
