@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -194,10 +193,7 @@ func (p *pool) continueAsNew() error {
 // by) equal to the spec, upserting only when they differ.
 func (p *pool) syncSearchAttributes() error {
 	spec := p.st.Spec
-	labels := make([]string, len(spec.Labels))
-	for i, l := range spec.Labels {
-		labels[i] = strings.ToLower(l)
-	}
+	labels := spec.lowerLabels()
 	have := workflow.GetTypedSearchAttributes(p.ctx)
 	var updates []temporal.SearchAttributeUpdate
 	for _, kv := range []struct {

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -141,6 +144,29 @@ func (s PoolSpec) slotVolumes(slot int) []SlotVolume {
 	out := make([]SlotVolume, 0, len(s.VolumeClaimTemplates))
 	for _, t := range s.VolumeClaimTemplates {
 		out = append(out, SlotVolume{VolumeName: t.Name, ClaimName: SlotClaimName(s.Name, t.Name, slot)})
+	}
+	return out
+}
+
+// SearchAttributes are the pool workflow's search attributes for this spec: the starter routes
+// jobs by them, so `starter apply` sets them at start and the pool keeps them current.
+func (s PoolSpec) SearchAttributes() temporal.SearchAttributes {
+	updates := []temporal.SearchAttributeUpdate{
+		SearchAttrPool.ValueSet(s.Name),
+		SearchAttrPoolScope.ValueSet(s.Scope().String()),
+		SearchAttrPoolLabels.ValueSet(s.lowerLabels()),
+	}
+	if s.RunnerGroup != "" {
+		updates = append(updates, SearchAttrPoolGroup.ValueSet(s.RunnerGroup))
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
+
+// lowerLabels are the labels as routing compares them (GitHub matches labels case-insensitively).
+func (s PoolSpec) lowerLabels() []string {
+	out := make([]string, len(s.Labels))
+	for i, l := range s.Labels {
+		out[i] = strings.ToLower(l)
 	}
 	return out
 }

@@ -16,7 +16,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/runnerflow/runnerflow/internal/poolspec"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -73,7 +72,7 @@ func applyOne(ctx context.Context, c client.Client, spec workflows.PoolSpec) (wo
 		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// Set at start so the starter can route to the pool before its first workflow task.
-		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrPool.ValueSet(spec.Name)),
+		TypedSearchAttributes: spec.SearchAttributes(),
 	}, workflows.PoolWorkflowType, workflows.PoolInput{Spec: spec})
 	handle, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

@@ -146,6 +146,16 @@ func TestApplyIsIdempotentAndReportsChanges(t *testing.T) {
 	if st.Bounds.Max != 4 || st.Spec.Labels[1] != "X64" {
 		t.Errorf("status after apply: bounds %+v labels %v", st.Bounds, st.Spec.Labels)
 	}
+	desc, err := dial(t).DescribeWorkflowExecution(ctx, workflows.PoolWorkflowID(uniq("idem-a")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	for name, want := range map[string]string{"RunnerPool": `"` + uniq("idem-a") + `"`, "RunnerPoolScope": `"org:acme"`, "RunnerPoolLabels": `["linux","x64"]`} {
+		if got := string(attrs[name].GetData()); got != want {
+			t.Errorf("search attribute %s = %s, want %s", name, got, want)
+		}
+	}
 }
 
 func TestGetShowsOnePoolAndTheTable(t *testing.T) {
