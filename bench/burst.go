@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/internal/kubewrites"
+	"github.com/runnerflow/runnerflow/internal/poolcli"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+const (
+	// burstPools is how many pools a burst's jobs are spread over.
+	burstPools = 2
+	// actionQueued is the workflow_job webhook action of a newly queued job.
+	actionQueued = "queued"
+)
+
+// burstPhase is one burst of queued jobs and what it left behind to measure.
+type burstPhase struct {
+	e     *env
+	n     int
+	pools []string
+	jobs  []int64
+	// start is when the counters were reset, just before the jobs were queued; released is
+	// when the double started sending their webhooks.
+	start, released, allStarted time.Time
+}
+
+// burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
+// then released in order: the double sends them to the intake as fast as its delivery workers
+// go), until every job ran and every runner was cleaned up.
+func (e *env) burst(ctx context.Context, n int) (BurstResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
+	defer cancel()
+	b := &burstPhase{e: e, n: n}
+	if err := b.setUp(ctx); err != nil {
+		return BurstResult{}, err
+	}
+	defer e.terminatePools(context.Background(), b.pools...)
+	e.say("burst of %d jobs across %d pools: queueing", n, len(b.pools))
+	if err := b.fire(); err != nil {
+		return BurstResult{}, err
+	}
+	if err := b.waitStarted(ctx); err != nil {
+		return BurstResult{}, err
+	}
+	e.say("burst of %d: every job started %.1fs after the first webhook; waiting for the runners to finish", n, b.allStarted.Sub(b.released).Seconds())
+	if err := b.waitSettled(ctx); err != nil {
+		return BurstResult{}, err
+	}
+	end := time.Now()
+	e.say("burst of %d: settled after %.1fs; reading histories", n, end.Sub(b.released).Seconds())
+	return b.measure(ctx, end)
+}
+
+// setUp creates the namespace, the repositories at the double and the pools, and waits until
+// the intake routes to them.
+func (b *burstPhase) setUp(ctx context.Context) error {
+	ns, err := b.e.newNamespace(ctx, fmt.Sprintf("burst-%d", b.n))
+	if err != nil {
+		return err
+	}
+	var specs []workflows.PoolSpec
+	for i := range burstPools {
+		pool := fmt.Sprintf("burst%d-%c", b.n, 'a'+i)
+		org := "org-" + pool
+		if err := b.e.world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
+			return err
+		}
+		b.pools = append(b.pools, pool)
+		specs = append(specs, poolSpec(pool, org, ns, 0, min(b.n, workflows.MaxPoolReplicas)))
+	}
+	if err := b.e.apply(ctx, specs...); err != nil {
+		return err
+	}
+	return b.e.intake.waitRoutable(ctx, b.pools...)
+}
+
+// fire resets the counters and queues the jobs with webhooks held, then releases them.
+func (b *burstPhase) fire() error {
+	gh := b.e.world.GitHub
+	b.e.writes.Reset()
+	gh.ResetCalls()
+	b.start = time.Now()
+	gh.HoldWebhooks()
+	for i := range b.n {
+		org := "org-" + b.pools[i%len(b.pools)]
+		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: org + "/app", Labels: jobLabels})
+		if err != nil {
+			gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
+			return err
+		}
+		b.jobs = append(b.jobs, j.ID)
+	}
+	b.released = time.Now()
+	gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
+	return nil
+}
+
+func (b *burstPhase) waitStarted(ctx context.Context) error {
+	return poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
+		last := time.Time{}
+		for _, id := range b.jobs {
+			j, _ := b.e.world.GitHub.Job(id)
+			if j.Status == githubdouble.StatusQueued {
+				return false, nil
+			}
+			if j.StartedAt.After(last) {
+				last = j.StartedAt
+			}
+		}
+		b.allStarted = last
+		return true, nil
+	})
+}
+
+// waitSettled waits until every job completed, no runner workflow of the pools runs, the pools
+// hold no runner and no reservation, and no scale window is open: the burst's whole cost is
+// then in the counters and histories.
+func (b *burstPhase) waitSettled(ctx context.Context) error {
+	return poll(ctx, "the burst's runners to finish", func() (bool, error) {
+		for _, id := range b.jobs {
+			if j, _ := b.e.world.GitHub.Job(id); j.Status != githubdouble.StatusCompleted {
+				return false, nil
+			}
+		}
+		for _, p := range b.pools {
+			st, err := poolcli.Status(ctx, b.e.c, p)
+			if err != nil {
+				return false, err
+			}
+			if len(st.Runners) > 0 || st.Reservations > 0 {
+				return false, nil
+			}
+		}
+		running, err := b.e.c.CountWorkflow(ctx, countRequest(b.runnerQuery()+` AND ExecutionStatus = "Running"`))
+		if err != nil || running.GetCount() > 0 {
+			return false, err
+		}
+		windows, err := b.e.c.CountWorkflow(ctx, countRequest(b.windowQuery()+` AND ExecutionStatus = "Running"`))
+		return err == nil && windows.GetCount() == 0, err
+	})
+}
+
+func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, error) {
+	res := BurstResult{Jobs: b.n, Pools: len(b.pools), Seconds: round1(end.Sub(b.released).Seconds())}
+	runners, err := listRuns(ctx, b.e.c, b.runnerQuery())
+	if err != nil {
+		return res, err
+	}
+	res.Runners = distinctWorkflows(runners)
+	if res.Latency, err = b.latencies(); err != nil {
+		return res, err
+	}
+	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
+	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
+	res.Temporal, err = b.temporalCost(ctx, res.Runners)
+	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
+	return res, err
+}
+
+// latencies pairs, per job, the intake's arrival time of its queued webhook with its runner's
+// pod create call (the worker's counted writes), the runner coming online (the simulator) and
+// the job starting (the double's job record). The runner is the one that ran the job, found by
+// name: one name serves as pod name and GitHub runner name.
+func (b *burstPhase) latencies() (LatencyResult, error) {
+	queued := map[int64]string{}
+	for _, d := range b.e.world.GitHub.Deliveries() {
+		if d.Action == actionQueued && queued[d.JobID] == "" {
+			queued[d.JobID] = d.ID
+		}
+	}
+	podCreated := map[string]time.Time{}
+	for _, w := range b.e.writes.Writes() {
+		if w.Key == (kubewrites.Key{Verb: kubewrites.Create, Resource: "pods"}) && w.Status/100 == 2 {
+			podCreated[w.Name] = w.At
+		}
+	}
+	var toPod, toOnline, toStarted []time.Duration
+	for _, id := range b.jobs {
+		j, _ := b.e.world.GitHub.Job(id)
+		received, ok := b.e.intake.receivedAt(queued[id])
+		if !ok {
+			return LatencyResult{}, fmt.Errorf("job %d: its queued webhook never reached the intake", id)
+		}
+		created, ok := podCreated[j.RunnerName]
+		if !ok {
+			return LatencyResult{}, fmt.Errorf("job %d: no pod create call recorded for its runner %q", id, j.RunnerName)
+		}
+		online, ok := b.e.online.at(j.RunnerName)
+		if !ok {
+			return LatencyResult{}, fmt.Errorf("job %d: runner %q was never seen coming online", id, j.RunnerName)
+		}
+		toPod = append(toPod, created.Sub(received))
+		toOnline = append(toOnline, online.Sub(received))
+		toStarted = append(toStarted, j.StartedAt.Sub(received))
+	}
+	return LatencyResult{
+		ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
+		AllStartedSeconds: round1(b.allStarted.Sub(b.released).Seconds()),
+	}, nil
+}
+
+func (b *burstPhase) temporalCost(ctx context.Context, runners int) (TemporalResult, error) {
+	var res TemporalResult
+	var err error
+	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start); err != nil {
+		return res, err
+	}
+	if res.PoolWorkflows, err = historyCost(ctx, b.e.c, idQuery(workflows.PoolWorkflowID, b.pools), b.start); err != nil {
+		return res, err
+	}
+	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start); err != nil {
+		return res, err
+	}
+	all := res.total()
+	res.EventsPerRunner = ratio(all.Events, runners)
+	res.ActionsPerRunner = ratio(all.Actions.Total(), runners)
+	res.RunnerOnlyActionsPerRunner = ratio(res.RunnerWorkflows.Actions.Total(), runners)
+	return res, nil
+}
+
+// total is the cost of the runner, pool and scale-window workflows together.
+func (t TemporalResult) total() HistoryCost {
+	var all HistoryCost
+	all.add(t.RunnerWorkflows)
+	all.add(t.PoolWorkflows)
+	all.add(t.ScaleWindows)
+	return all
+}
+
+func (b *burstPhase) runnerQuery() string {
+	var parts []string
+	for _, p := range b.pools {
+		parts = append(parts, fmt.Sprintf("RunnerPool = %q", p))
+	}
+	return fmt.Sprintf("WorkflowType = %q AND (%s)", workflows.RunnerWorkflowType, strings.Join(parts, " OR "))
+}
+
+func (b *burstPhase) windowQuery() string { return idQuery(workflows.ScaleWindowWorkflowID, b.pools) }
+
+// idQuery matches every run of the workflows whose ids id derives from the pools.
+func idQuery(id func(string) string, pools []string) string {
+	var parts []string
+	for _, p := range pools {
+		parts = append(parts, fmt.Sprintf("WorkflowId = %q", id(p)))
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+func distinctWorkflows(runs []executionRef) int {
+	ids := map[string]bool{}
+	for _, r := range runs {
+		ids[r.id] = true
+	}
+	return len(ids)
+}
+
+// githubCost is figure 2 from the double's counters since the last reset.
+func githubCost(gh *githubdouble.Server, runners, jobs int) GitHubResult {
+	res := GitHubResult{Calls: gh.TotalCalls(), ByEndpoint: map[string]int{}}
+	for k, v := range gh.Calls() {
+		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
+	}
+	res.PerRunner = ratio(res.Calls, runners)
+	res.PerJob = ratio(res.Calls, jobs)
+	return res
+}
+
+// kubernetesCost is figure 4 from the worker's counted writes since the last reset.
+func kubernetesCost(w *kubewrites.Counter, runners, jobs int) KubernetesResult {
+	res := KubernetesResult{Writes: w.Total(), ByKind: map[string]int{}}
+	for k, v := range w.Counts() {
+		res.ByKind[k.String()] = v
+	}
+	res.PerRunner = ratio(res.Writes, runners)
+	res.PerJob = ratio(res.Writes, jobs)
+	return res
+}
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/runnerflow/runnerflow/activities"
+	"github.com/runnerflow/runnerflow/internal/kubewrites"
+	"github.com/runnerflow/runnerflow/internal/poolcli"
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/internal/webhook"
+	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// webhookSecret signs the double's deliveries and the load generator's; the intake checks it.
+const webhookSecret = "runnerflow benchmark webhook secret"
+
+// env is the benchmark's world: the test world (real Temporal, real kube-apiserver, GitHub
+// double with a webhook secret, runner simulator), the starter's intake on loopback fed by the
+// double, and runnerflow's worker in-process with its Kubernetes writes counted.
+type env struct {
+	opts   Options
+	world  *testworld.World
+	c      client.Client
+	intake *intake
+	writes *kubewrites.Counter
+	online *onlineTimes
+	log    *slog.Logger
+	// progress receives one line per step, so a long run shows where it is.
+	progress io.Writer
+
+	stopWorker func() error
+}
+
+func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, err error) {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e := &env{opts: opts, writes: kubewrites.NewCounter(), online: newOnlineTimes(logger.Handler()), log: logger, progress: progress}
+	defer func() {
+		if err != nil {
+			e.stop()
+		}
+	}()
+	e.world, err = testworld.StartWorld(ctx, testworld.WorldOptions{
+		Logger: slog.New(e.online), WorkDuration: opts.JobDuration,
+		GitHubRateLimit: opts.GitHubBudget, WebhookSecret: webhookSecret,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start test world: %w", err)
+	}
+	if e.c, err = e.world.Temporal.Dial(); err != nil {
+		return nil, err
+	}
+	e.intake, err = startIntake(webhook.Config{
+		Secret: []byte(webhookSecret), Temporal: e.c, Logger: logger,
+		Metrics: webhook.NewMetrics(prometheus.NewRegistry()),
+	}, logger)
+	if err != nil {
+		return nil, err
+	}
+	e.world.GitHub.SetWebhookURL(e.intake.url)
+	return e, e.startWorker()
+}
+
+// startWorker runs runnerflow's worker in this process, as workerapp assembles it for the
+// worker binary, with a transport wrapper counting its Kubernetes writes.
+func (e *env) startWorker() error {
+	app, err := workerapp.New(workerapp.Config{
+		TemporalAddress: e.world.Temporal.Address, Namespace: e.world.Temporal.Namespace,
+		Kube:                  e.writes.Wrap(e.world.Kube.Config),
+		GitHub:                activities.GitHubConfig{BaseURL: e.world.GitHub.URL(), Token: e.world.GitHubToken},
+		GitHubRequestsPerHour: e.opts.GitHubBudget,
+		Logger:                e.log,
+	})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	e.stopWorker = func() error {
+		cancel()
+		return <-done
+	}
+	return nil
+}
+
+// stopInProcessWorker stops the in-process worker, so another worker (the memory figure's
+// separate process) gets every task.
+func (e *env) stopInProcessWorker() error {
+	if e.stopWorker == nil {
+		return nil
+	}
+	err := e.stopWorker()
+	e.stopWorker = nil
+	return err
+}
+
+func (e *env) stop() {
+	if err := e.stopInProcessWorker(); err != nil {
+		e.log.Warn("worker stopped with an error", "error", err)
+	}
+	if e.intake != nil {
+		e.intake.close()
+	}
+	if e.c != nil {
+		e.c.Close()
+	}
+	if e.world != nil {
+		e.world.Stop()
+	}
+}
+
+func (e *env) say(format string, args ...any) {
+	fmt.Fprintf(e.progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// newNamespace creates a namespace for one phase's runners.
+func (e *env) newNamespace(ctx context.Context, prefix string) (string, error) {
+	ns, err := e.world.Kubernetes.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("create namespace: %w", err)
+	}
+	return ns.Name, nil
+}
+
+// poolSpec is a benchmark pool: organization scope, ephemeral runners, the simulator's
+// runner image. A short scale-down delay lets a runner started for a job that another runner
+// took leave soon, so a burst ends in seconds rather than after the 10-minute default.
+func poolSpec(name, org, ns string, minR, maxR int) workflows.PoolSpec {
+	return workflows.PoolSpec{
+		Name: name, Organization: org, Labels: jobLabels, MinReplicas: minR, MaxReplicas: &maxR,
+		Namespace: ns, ScaleDownDelay: &metav1.Duration{Duration: 15 * time.Second},
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: runnerpod.RunnerContainerName, Image: "ghcr.io/actions/actions-runner:2.320.0"},
+		}}},
+	}.WithDefaults()
+}
+
+// jobLabels are the runs-on of every benchmark job, and the labels of every benchmark pool.
+var jobLabels = []string{"self-hosted", "linux"}
+
+func (e *env) apply(ctx context.Context, specs ...workflows.PoolSpec) error {
+	if _, err := poolcli.Apply(ctx, e.c, specs); err != nil {
+		return fmt.Errorf("apply pools: %w", err)
+	}
+	return nil
+}
+
+// terminatePools ends a phase's pool workflows (their runners are gone by then), so they do
+// not linger into the next phase.
+func (e *env) terminatePools(ctx context.Context, pools ...string) {
+	for _, p := range pools {
+		if err := e.c.TerminateWorkflow(ctx, workflows.PoolWorkflowID(p), "", "benchmark phase over"); err != nil {
+			e.log.Warn("terminate pool", "pool", p, "error", err)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+// Command bench measures runnerflow in the local test world (real Temporal dev server, real
+// kube-apiserver, the GitHub double and the runner simulator) and prints one table of six
+// figures: scale-up latency under a burst of queued jobs, GitHub REST calls per runner
+// lifecycle and per webhook event, Temporal history events and billable actions, Kubernetes
+// writes per runner, worker memory per idle runner workflow, and the starter's webhook
+// throughput. --out writes the same numbers as JSON. docs/benchmarks.md explains each figure.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// Options are the benchmark's settings (its flags).
+type Options struct {
+	// Jobs are the burst sizes of figures 1–4, one burst each.
+	Jobs []int
+	// Idle are the numbers of idle runner workflows of figure 5, ascending.
+	Idle []int
+	// Rate and LoadDuration are figure 6's offered load.
+	Rate         int
+	LoadDuration time.Duration
+	// JobDuration is how long a simulated job runs.
+	JobDuration time.Duration
+	// PhaseTimeout bounds each burst, the load phase and each memory step.
+	PhaseTimeout time.Duration
+	// GitHubBudget is the double's and the worker's API budget per hour: far above GitHub's
+	// 5000 by default, so the figures show runnerflow and this machine, not the rate limit.
+	GitHubBudget int
+	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
+	WorkerBinary string
+	// Skip names phases not to run: burst, throughput, memory.
+	Skip []string
+}
+
+func main() {
+	opts, out, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, opts, os.Stderr)
+	if err == nil {
+		printTable(os.Stdout, res)
+		err = writeJSON(out, res)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
+	var opts Options
+	var jobs, idle, skip, out string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&jobs, "jobs", "100,500", "burst sizes (queued jobs across 2 pools), comma-separated")
+	fs.StringVar(&idle, "idle", "1000,5000", "idle runner workflows alive for the memory figure, ascending, comma-separated")
+	fs.IntVar(&opts.Rate, "rate", 200, "webhooks per second offered to the starter")
+	fs.DurationVar(&opts.LoadDuration, "load-duration", 10*time.Second, "how long the webhook load lasts")
+	fs.DurationVar(&opts.JobDuration, "job-duration", 5*time.Second, "how long a simulated job runs")
+	fs.DurationVar(&opts.PhaseTimeout, "phase-timeout", 30*time.Minute, "bound on each burst, the load phase and each memory step")
+	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double and the worker")
+	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
+	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
+	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return opts, "", err
+	}
+	if fs.NArg() > 0 {
+		return opts, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if opts.Jobs, err = parseCounts("jobs", jobs); err != nil {
+		return opts, "", err
+	}
+	if opts.Idle, err = parseCounts("idle", idle); err != nil {
+		return opts, "", err
+	}
+	if skip != "" {
+		opts.Skip = strings.Split(skip, ",")
+	}
+	return opts, out, opts.validate()
+}
+
+// parseCounts reads a comma-separated list of positive integers.
+func parseCounts(name, s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--%s: %q is not a positive whole number", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (o Options) validate() error {
+	for _, n := range o.Jobs {
+		if n > burstPools*workflows.MaxPoolReplicas {
+			return fmt.Errorf("--jobs: a burst of %d exceeds %d pools of at most %d runners", n, burstPools, workflows.MaxPoolReplicas)
+		}
+	}
+	if !slices.IsSorted(o.Idle) {
+		return fmt.Errorf("--idle: %v must be ascending (each step adds runners)", o.Idle)
+	}
+	for _, s := range o.Skip {
+		if !slices.Contains([]string{"burst", "throughput", "memory"}, s) {
+			return fmt.Errorf("--skip: unknown phase %q (burst, throughput, memory)", s)
+		}
+	}
+	switch {
+	case o.Rate <= 0:
+		return errors.New("--rate must be positive")
+	case o.LoadDuration <= 0 || o.JobDuration <= 0 || o.PhaseTimeout <= 0:
+		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
+	case o.GitHubBudget <= 0:
+		return errors.New("--github-budget must be positive")
+	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:
+		return errors.New("--rate × --load-duration offers no webhook at all")
+	}
+	return nil
+}
+
+func (o Options) runs(phase string) bool { return !slices.Contains(o.Skip, phase) }
+
+// run starts the world, runs the phases in order (bursts, throughput, then memory, which
+// replaces the in-process worker with the worker binary) and returns the results.
+func run(ctx context.Context, opts Options, progress io.Writer) (Results, error) {
+	began := time.Now()
+	res := Results{Date: began.Format("2006-01-02"), Machine: machine(), Options: summaryOf(opts)}
+	e, err := startEnv(ctx, opts, progress)
+	if err != nil {
+		return res, err
+	}
+	defer e.stop()
+	e.say("test world up (Temporal %s, kube-apiserver, GitHub double, simulator)", e.world.Temporal.Address)
+	if opts.runs("burst") {
+		for _, n := range opts.Jobs {
+			b, err := e.burst(ctx, n)
+			if err != nil {
+				return res, fmt.Errorf("burst of %d jobs: %w", n, err)
+			}
+			res.Bursts = append(res.Bursts, b)
+		}
+	}
+	if opts.runs("throughput") {
+		t, err := e.throughput(ctx)
+		if err != nil {
+			return res, fmt.Errorf("throughput: %w", err)
+		}
+		res.Throughput = &t
+	}
+	if opts.runs("memory") {
+		m, err := e.memory(ctx)
+		if err != nil {
+			return res, fmt.Errorf("memory: %w", err)
+		}
+		res.Memory = &m
+	}
+	res.Seconds = round1(time.Since(began).Seconds())
+	return res, nil
+}
+
+func summaryOf(o Options) OptionsSummary {
+	return OptionsSummary{
+		Jobs: o.Jobs, IdleRunners: o.Idle, Rate: o.Rate, LoadSeconds: o.LoadDuration.Seconds(),
+		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
+	}
+}
+
+// machine describes this machine: CPUs, memory (from /proc/meminfo), Go.
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "MemTotal:" {
+				kib, _ := strconv.Atoi(f[1])
+				m.MemoryGiB = round1(float64(kib) / (1 << 20))
+			}
+		}
+	}
+	return m
+}
+
+func writeJSON(path string, res Results) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

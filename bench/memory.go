@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/internal/poolcli"
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+const (
+	// idleOrg is the organization the memory figure's runners register in; no job is ever
+	// queued there, so its runners stay idle.
+	idleOrg = "org-idle"
+	// rssSettle is how long the worker is left alone before its RSS is read, and rssSamples
+	// how many readings, one second apart, the median is taken of (the Go runtime returns
+	// freed memory to the OS in the background, so one reading can catch a peak).
+	rssSettle  = 5 * time.Second
+	rssSamples = 5
+)
+
+// memory measures figure 5 with the worker binary as its own process: its RSS with no runner
+// workflow, then with K idle runner workflows alive for each K (ascending; each step adds
+// runners to the ones already up).
+func (e *env) memory(ctx context.Context) (MemoryResult, error) {
+	if err := e.stopInProcessWorker(); err != nil {
+		return MemoryResult{}, fmt.Errorf("stop the in-process worker: %w", err)
+	}
+	ns, err := e.newNamespace(ctx, "idle")
+	if err != nil {
+		return MemoryResult{}, err
+	}
+	if err := e.world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: idleOrg + "/app"}); err != nil {
+		return MemoryResult{}, err
+	}
+	w, err := e.startWorkerProcess(ctx, ns)
+	if err != nil {
+		return MemoryResult{}, err
+	}
+	defer w.stop()
+	var res MemoryResult
+	if res.BaselineRSSKiB, err = w.settledRSS(ctx); err != nil {
+		return res, err
+	}
+	e.say("memory: worker process %d, baseline RSS %d KiB", w.cmd.Process.Pid, res.BaselineRSSKiB)
+	for _, k := range e.opts.Idle {
+		p, err := e.idlePoint(ctx, w, ns, k, res.BaselineRSSKiB)
+		if err != nil {
+			return res, err
+		}
+		res.Points = append(res.Points, p)
+		e.say("memory: %d idle runners up after %.0fs; RSS %d KiB, %.1f KiB per runner workflow", k, p.SetupSeconds, p.RSSKiB, p.KiBPerRunner)
+	}
+	return res, nil
+}
+
+// idlePoint brings the idle runners up to k and reads the worker's RSS.
+func (e *env) idlePoint(ctx context.Context, w *workerProcess, ns string, k, baseline int) (MemoryPoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
+	defer cancel()
+	began := time.Now()
+	pools, err := e.scaleIdlePools(ctx, ns, k)
+	if err != nil {
+		return MemoryPoint{}, err
+	}
+	if err := e.waitIdle(ctx, ns, pools, k, w); err != nil {
+		return MemoryPoint{}, err
+	}
+	setup := time.Since(began)
+	rss, err := w.settledRSS(ctx)
+	if err != nil {
+		return MemoryPoint{}, err
+	}
+	return MemoryPoint{
+		Runners: k, RSSKiB: rss, SetupSeconds: round1(setup.Seconds()),
+		KiBPerRunner: round1(float64(rss-baseline) / float64(k)),
+	}, nil
+}
+
+// scaleIdlePools applies pools holding k runners in all, at most MaxPoolReplicas each (min =
+// max, so each pool keeps exactly its share), and returns their names.
+func (e *env) scaleIdlePools(ctx context.Context, ns string, k int) ([]string, error) {
+	var specs []workflows.PoolSpec
+	var names []string
+	for i := 0; i*workflows.MaxPoolReplicas < k; i++ {
+		n := min(k-i*workflows.MaxPoolReplicas, workflows.MaxPoolReplicas)
+		name := fmt.Sprintf("idle-%d", i+1)
+		specs = append(specs, poolSpec(name, idleOrg, ns, n, n))
+		names = append(names, name)
+	}
+	return names, e.apply(ctx, specs...)
+}
+
+// waitIdle waits until k runners are idle: online and not busy at GitHub, their pods Running,
+// and their pools counting them idle. Cheap checks go first; the pod list is the costly one.
+func (e *env) waitIdle(ctx context.Context, ns string, pools []string, k int, w *workerProcess) error {
+	return pollEvery(ctx, 2*time.Second, fmt.Sprintf("%d idle runners", k), func() (bool, error) {
+		if w.exited() {
+			return false, fmt.Errorf("worker process exited; its log is %s", w.logPath)
+		}
+		if n := idleAtGitHub(e.world.GitHub.Runners()); n < k {
+			return false, nil
+		}
+		idle := 0
+		for _, p := range pools {
+			st, err := poolcli.Status(ctx, e.c, p)
+			if err != nil {
+				return false, err
+			}
+			idle += st.RunnersByState[workflows.RunnerIdle]
+		}
+		if idle < k {
+			return false, nil
+		}
+		pods, err := e.world.Kubernetes.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue, FieldSelector: "status.phase=Running",
+		})
+		return err == nil && len(pods.Items) >= k, err
+	})
+}
+
+func idleAtGitHub(runners []githubdouble.Runner) int {
+	n := 0
+	for _, r := range runners {
+		if r.Scope == githubdouble.OrgScope(idleOrg) && r.Status == "online" && !r.Busy {
+			n++
+		}
+	}
+	return n
+}
+
+// workerProcess is runnerflow's worker binary running on its own.
+type workerProcess struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// startWorkerProcess builds the worker binary (unless one was given) and starts it against
+// the world, watching the memory figure's namespace, then waits until it polls Temporal.
+func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess, error) {
+	bin := e.opts.WorkerBinary
+	if bin == "" {
+		bin = filepath.Join(e.world.Dir(), "runnerflow-worker")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/runnerflow/runnerflow/worker")
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build the worker: %v\n%s", err, out)
+		}
+	}
+	w := &workerProcess{logPath: filepath.Join(e.world.Dir(), "bench-worker.log"), done: make(chan struct{})}
+	logFile, err := os.Create(w.logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	w.cmd = exec.Command(bin,
+		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
+		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
+		"--github-url", e.world.GitHub.URL(), "--github-requests-per-hour", strconv.Itoa(e.opts.GitHubBudget))
+	w.cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+e.world.GitHubToken)
+	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
+	if err := w.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the worker: %w", err)
+	}
+	go func() { _ = w.cmd.Wait(); close(w.done) }()
+	identity := fmt.Sprintf("/%d", w.cmd.Process.Pid)
+	err = poll(ctx, "the worker process to poll Temporal", func() (bool, error) {
+		if w.exited() {
+			return false, fmt.Errorf("worker process exited; its log is %s", w.logPath)
+		}
+		resp, err := e.c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(resp.GetPollers(), func(p *taskqueuepb.PollerInfo) bool {
+			return strings.HasSuffix(p.GetIdentity(), identity)
+		}), nil
+	})
+	if err != nil {
+		w.stop()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *workerProcess) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop asks the worker to stop (SIGTERM, as Kubernetes does) and kills it if it does not.
+func (w *workerProcess) stop() {
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(20 * time.Second):
+		_ = w.cmd.Process.Kill()
+		<-w.done
+	}
+}
+
+// settledRSS waits rssSettle, then returns the median of rssSamples readings of VmRSS.
+func (w *workerProcess) settledRSS(ctx context.Context) (int, error) {
+	var samples []int
+	wait := rssSettle
+	for range rssSamples {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = time.Second
+		kib, err := readRSS(w.cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		samples = append(samples, kib)
+	}
+	slices.Sort(samples)
+	return samples[len(samples)/2], nil
+}
+
+// readRSS reads a process's resident set size in KiB from /proc/<pid>/status.
+func readRSS(pid int) (int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the worker's RSS: %w", err)
+	}
+	defer f.Close()
+	return parseRSS(bufio.NewScanner(f))
+}
+
+// parseRSS finds "VmRSS:   123456 kB" in a /proc status file.
+func parseRSS(s *bufio.Scanner) (int, error) {
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) == 3 && fields[0] == "VmRSS:" && fields[2] == "kB" {
+			return strconv.Atoi(fields[1])
+		}
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no VmRSS line in the process status")
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// printTable prints the results as one table, figure by figure: a figure's rows for every
+// burst size come together, so sizes compare at a glance.
+func printTable(w io.Writer, r Results) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s\n", r.Date, r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.GoVersion)
+	fmt.Fprintln(tw, "FIGURE\tMEASURE\tVALUE")
+	for _, b := range r.Bursts {
+		l := b.Latency
+		fig := fmt.Sprintf("1 scale-up latency, N=%d", b.Jobs)
+		row(tw, fig, "webhook → pod create call", pct(l.ToPodCreate))
+		row(tw, "", "webhook → runner online", pct(l.ToOnline))
+		row(tw, "", "webhook → job started", pct(l.ToStarted))
+		row(tw, "", fmt.Sprintf("all %d jobs started after", b.Jobs), fmt.Sprintf("%.1f s (first webhook sent → last job started)", l.AllStartedSeconds))
+	}
+	for _, b := range r.Bursts {
+		g := b.GitHub
+		row(tw, fmt.Sprintf("2 GitHub REST calls, N=%d", b.Jobs), "per runner lifecycle; per job",
+			fmt.Sprintf("%.2f (%d calls / %d runners); %.2f per job", g.PerRunner, g.Calls, b.Runners, g.PerJob))
+		row(tw, "", "by endpoint", byCount(g.ByEndpoint))
+	}
+	if t := r.Throughput; t != nil {
+		row(tw, "2 GitHub REST calls", "per webhook event", fmt.Sprintf("%.2f (%d calls / %d events)", t.GitHubCallsPerEvent, t.GitHubCalls, t.Acked))
+	}
+	for _, b := range r.Bursts {
+		t := b.Temporal
+		row(tw, fmt.Sprintf("3 Temporal, N=%d", b.Jobs), "per runner lifecycle (runner + pool + window)",
+			fmt.Sprintf("%.1f actions, %.1f history events (runner workflow alone: %.1f actions); %.1f actions per job",
+				t.ActionsPerRunner, t.EventsPerRunner, t.RunnerOnlyActionsPerRunner, t.ActionsPerJob))
+		row(tw, "", "actions by kind (all runs)", actionKinds(t.total().Actions))
+	}
+	if t := r.Throughput; t != nil {
+		row(tw, "3 Temporal", "per webhook event (window + pool)",
+			fmt.Sprintf("%.2f actions, %.2f history events (%s)", t.ActionsPerEvent, t.EventsPerEvent, actionKinds(t.Temporal.Actions)))
+	}
+	for _, b := range r.Bursts {
+		k := b.Kubernetes
+		row(tw, fmt.Sprintf("4 Kubernetes writes, N=%d", b.Jobs), "per runner lifecycle; per job",
+			fmt.Sprintf("%.2f (%d writes / %d runners); %.2f per job", k.PerRunner, k.Writes, b.Runners, k.PerJob))
+		row(tw, "", "by kind", byCount(k.ByKind))
+	}
+	if m := r.Memory; m != nil {
+		row(tw, "5 worker memory", "baseline RSS (no runner workflow)", fmt.Sprintf("%d KiB", m.BaselineRSSKiB))
+		for _, p := range m.Points {
+			row(tw, "", fmt.Sprintf("K=%d idle runner workflows", p.Runners),
+				fmt.Sprintf("RSS %d KiB, %.1f KiB per workflow (set up in %.0f s)", p.RSSKiB, p.KiBPerRunner, p.SetupSeconds))
+		}
+	}
+	if t := r.Throughput; t != nil {
+		row(tw, "6 starter throughput", fmt.Sprintf("offered %d/s, %d sent", t.OfferedPerSecond, t.Sent),
+			fmt.Sprintf("%.1f acked/s, %d acked, %d failed; ack %s", t.AckedPerSecond, t.Acked, t.Failed, pct(t.AckTime)))
+		row(tw, "", "events lost (acked − reserved)", fmt.Sprintf("%d (%d reservations)", t.Lost, t.Reserved))
+	}
+	_ = tw.Flush()
+}
+
+func row(w io.Writer, figure, measure, value string) {
+	fmt.Fprintf(w, "%s\t%s\t%s\n", figure, measure, value)
+}
+
+func pct(p Percentiles) string {
+	return fmt.Sprintf("p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms (n=%d)", p.P50ms, p.P95ms, p.P99ms, p.MaxMs, p.N)
+}
+
+// byCount renders counts largest first, so the largest cost leads.
+func byCount(m map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b))
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func actionKinds(a Actions) string {
+	return byCount(map[string]int{
+		"workflow starts": a.WorkflowStarts, "signals": a.Signals, "activities": a.Activities,
+		"timers": a.Timers, "updates": a.Updates, "child starts": a.ChildStarts,
+		"search-attribute upserts": a.SearchAttributeUpserts, "markers": a.Markers, "other": a.Other,
+	})
+}

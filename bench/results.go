@@ -1,0 +1,125 @@
+package main
+
+// Results is one benchmark run: what ran, where, and the six figures. The JSON written with
+// --out is exactly this, so two runs can be compared field by field.
+type Results struct {
+	Date    string         `json:"date"`
+	Machine Machine        `json:"machine"`
+	Options OptionsSummary `json:"options"`
+	// Bursts hold figures 1–4, one entry per burst size.
+	Bursts []BurstResult `json:"bursts"`
+	// Memory holds figure 5.
+	Memory *MemoryResult `json:"memory,omitempty"`
+	// Throughput holds figure 6 and the per-webhook-event costs of figures 2 and 3.
+	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	// Seconds is how long the whole run took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Machine describes where the figures were measured.
+type Machine struct {
+	CPUs      int     `json:"cpus"`
+	MemoryGiB float64 `json:"memoryGiB"`
+	GoVersion string  `json:"goVersion"`
+	OS        string  `json:"os"`
+}
+
+// OptionsSummary records the settings the figures depend on.
+type OptionsSummary struct {
+	Jobs              []int   `json:"jobs"`
+	IdleRunners       []int   `json:"idleRunners"`
+	Rate              int     `json:"rate"`
+	LoadSeconds       float64 `json:"loadSeconds"`
+	JobSeconds        float64 `json:"jobSeconds"`
+	GitHubBudgetPerHr int     `json:"githubBudgetPerHour"`
+}
+
+// BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
+type BurstResult struct {
+	Jobs  int `json:"jobs"`
+	Pools int `json:"pools"`
+	// Runners is the number of runner lifecycles (runner workflows) the burst caused.
+	Runners int `json:"runners"`
+	// Seconds is the whole phase: first webhook to the last runner cleaned up.
+	Seconds    float64          `json:"seconds"`
+	Latency    LatencyResult    `json:"latency"`
+	GitHub     GitHubResult     `json:"github"`
+	Temporal   TemporalResult   `json:"temporal"`
+	Kubernetes KubernetesResult `json:"kubernetes"`
+}
+
+// LatencyResult is figure 1: per job, from the starter receiving the job's queued webhook.
+type LatencyResult struct {
+	ToPodCreate Percentiles `json:"toPodCreate"`
+	ToOnline    Percentiles `json:"toRunnerOnline"`
+	ToStarted   Percentiles `json:"toJobStarted"`
+	// AllStartedSeconds runs from the first webhook sent to the last job started.
+	AllStartedSeconds float64 `json:"allStartedSeconds"`
+}
+
+// GitHubResult is figure 2 for a burst: REST calls (runner protocol excluded: GitHub does not
+// charge it to the API budget).
+type GitHubResult struct {
+	Calls      int            `json:"calls"`
+	PerRunner  float64        `json:"perRunner"`
+	PerJob     float64        `json:"perJob"`
+	ByEndpoint map[string]int `json:"byEndpoint"`
+}
+
+// TemporalResult is figure 3 for a burst: what runner workflows cost on their own, what the
+// pool and scale-window workflows add, and the sum per runner.
+type TemporalResult struct {
+	RunnerWorkflows HistoryCost `json:"runnerWorkflows"`
+	PoolWorkflows   HistoryCost `json:"poolWorkflows"`
+	ScaleWindows    HistoryCost `json:"scaleWindows"`
+	// Per runner lifecycle: all three together divided by Runners.
+	EventsPerRunner  float64 `json:"eventsPerRunner"`
+	ActionsPerRunner float64 `json:"actionsPerRunner"`
+	// RunnerOnlyActionsPerRunner counts the runner workflows' own histories only.
+	RunnerOnlyActionsPerRunner float64 `json:"runnerOnlyActionsPerRunner"`
+	// ActionsPerJob is all three together divided by the burst's jobs.
+	ActionsPerJob float64 `json:"actionsPerJob"`
+}
+
+// KubernetesResult is figure 4: writes the worker made, by verb and resource.
+type KubernetesResult struct {
+	Writes    int            `json:"writes"`
+	PerRunner float64        `json:"perRunner"`
+	PerJob    float64        `json:"perJob"`
+	ByKind    map[string]int `json:"byKind"`
+}
+
+// MemoryResult is figure 5.
+type MemoryResult struct {
+	BaselineRSSKiB int           `json:"baselineRssKiB"`
+	Points         []MemoryPoint `json:"points"`
+}
+
+// MemoryPoint is the worker's RSS with K idle runner workflows alive.
+type MemoryPoint struct {
+	Runners int `json:"runners"`
+	RSSKiB  int `json:"rssKiB"`
+	// KiBPerRunner is (RSS(K) − baseline) / K.
+	KiBPerRunner float64 `json:"kibPerRunner"`
+	// SetupSeconds is how long it took to bring the runners (from the previous point) up.
+	SetupSeconds float64 `json:"setupSeconds"`
+}
+
+// ThroughputResult is figure 6, plus the GitHub and Temporal cost per webhook event.
+type ThroughputResult struct {
+	OfferedPerSecond int         `json:"offeredPerSecond"`
+	Sent             int         `json:"sent"`
+	Acked            int         `json:"acked"`
+	Failed           int         `json:"failed"`
+	AckedPerSecond   float64     `json:"ackedPerSecond"`
+	AckTime          Percentiles `json:"ackTime"`
+	// Reserved is the sum of the pools' reservations afterwards; Lost = Acked − Reserved.
+	Reserved int `json:"reserved"`
+	Lost     int `json:"lost"`
+	// GitHubCalls made while the events were handled; per event is the goal-0 figure.
+	GitHubCalls         int         `json:"githubCalls"`
+	GitHubCallsPerEvent float64     `json:"githubCallsPerEvent"`
+	Temporal            HistoryCost `json:"temporal"`
+	EventsPerEvent      float64     `json:"historyEventsPerEvent"`
+	ActionsPerEvent     float64     `json:"actionsPerEvent"`
+}
