@@ -14,6 +14,12 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 80m ./...
 
+## bench: measure runnerflow in the local test world (takes the machine for a while; see docs/benchmarks.md).
+## BENCH_FLAGS passes options, e.g. make bench BENCH_FLAGS='--jobs 100 --idle 1000'.
+BENCH_FLAGS ?=
+bench: tools
+	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
+
 ## tools: build the Temporal CLI, kube-apiserver and etcd, fetch GitHub's OpenAPI description (cached per machine).
 tools:
 	bash scripts/tools.sh all
