@@ -56,9 +56,13 @@ func (p *pool) execute(plan Plan, now time.Time) {
 	}
 	var drained, started []string
 	for _, d := range plan.Drain {
-		i := p.find(d.Name)
-		p.st.Runners[i].Draining, p.st.Runners[i].DrainReason = true, d.Reason
-		p.signal(d.Name, SignalDrain, DrainRequest{Reason: d.Reason})
+		r := &p.st.Runners[p.find(d.Name)]
+		r.Draining, r.DrainReason = true, d.Reason
+		// A runner whose workflow does not exist yet gets the drain once its start is
+		// acknowledged (runRunner); a signal now would find no workflow.
+		if r.Started {
+			p.signal(d.Name, SignalDrain, DrainRequest{Reason: d.Reason})
+		}
 		drained = append(drained, d.Name)
 	}
 	for _, s := range plan.Start {
@@ -98,9 +102,15 @@ func (p *pool) start(s StartRunner, now time.Time) string {
 
 func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 	if len(in.SlotVolumes) > 0 {
-		if _, err := ensureSlotClaims(ctx, p.slotClaims(in.Slot)); err != nil {
+		_, err := ensureSlotClaims(ctx, p.slotClaims(in.Slot))
+		switch i := p.find(in.Name); {
+		case err != nil:
 			p.inflight--
 			p.forget(in.Name, RunnerFailed, "slot claims: "+err.Error())
+			return
+		case i >= 0 && p.st.Runners[i].Draining:
+			p.inflight--
+			p.forget(in.Name, RunnerDone, "drained before it started")
 			return
 		}
 	}
@@ -112,6 +122,13 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 	if err != nil {
 		p.forget(in.Name, RunnerFailed, "runner workflow did not start: "+err.Error())
 		return
+	}
+	if i := p.find(in.Name); i >= 0 {
+		r := &p.st.Runners[i]
+		r.Started = true
+		if r.Draining {
+			p.signal(in.Name, SignalDrain, DrainRequest{Reason: r.DrainReason})
+		}
 	}
 	var res RunnerResult
 	err = child.Get(ctx, &res)

@@ -149,6 +149,8 @@ type PoolRunner struct {
 	Slot      int       `json:"slot"`
 	StartedAt time.Time `json:"startedAt"`
 	Since     time.Time `json:"since"`
+	// Started is set once the runner's workflow exists (its child start was acknowledged).
+	Started bool `json:"started,omitempty"`
 	// Draining is set once the pool asked the runner to drain.
 	Draining    bool   `json:"draining,omitempty"`
 	DrainReason string `json:"drainReason,omitempty"`
