@@ -24,8 +24,9 @@ func (p *pool) registerHandlers() error {
 		workflow.UpdateHandlerOptions{Validator: p.validateScale}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateReservations, p.reserve,
-		workflow.UpdateHandlerOptions{Validator: validateReservations})
+	// No validator for reservations: ApplyReservationBatch skips events it cannot use, and one
+	// odd event must not make the scale window drop its whole batch.
+	return workflow.SetUpdateHandler(p.ctx, UpdateReservations, p.reserve)
 }
 
 // receiveSignals starts one receiver per signal. Each records and marks the pool changed; what
@@ -228,15 +229,6 @@ func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) 
 	p.logger.Info("Pool scaled by operator", "min", after.Min, "max", after.Max)
 	p.changed = true
 	return ScaleResult{Bounds: after}, nil
-}
-
-func validateReservations(batch ReservationBatch) error {
-	for i, e := range batch.Events {
-		if e.JobID == 0 {
-			return fmt.Errorf("reservations: events[%d].jobId is required", i)
-		}
-	}
-	return nil
 }
 
 // reserve applies one scale window's batch of workflow_job events to the reservation book.

@@ -30,7 +30,6 @@ func TestPoolRejectsBadOperatorRequests(t *testing.T) {
 		{"empty", UpdateScale, ScaleRequest{}, `set "min", "max" or both`},
 		{"renamed", UpdateApply, ApplyRequest{Spec: renamed}, "a pool cannot be renamed"},
 		{"invalid spec", UpdateApply, ApplyRequest{Spec: invalid}, "spec.maxReplicas: Invalid value: 5: must be >= minReplicas (9)"},
-		{"reservation without job", UpdateReservations, ReservationBatch{Events: []WorkflowJobEvent{{Action: JobQueued}}}, "jobId is required"},
 	}
 	for i, r := range requests {
 		h.at(time.Minute+time.Duration(i)*time.Second, func() { h.update(r.label, r.update, r.arg) })
