@@ -45,7 +45,7 @@ func (a *KubernetesActivities) CreateRunnerPod(ctx context.Context, in workflows
 	pods := a.Client.CoreV1().Pods(in.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
-		return workflows.CreateRunnerPodOutput{UID: string(created.UID)}, nil
+		return workflows.CreateRunnerPodOutput{UID: string(created.UID), CreatedAt: time.Now()}, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return workflows.CreateRunnerPodOutput{}, classifyKubernetesError("create pod "+in.Namespace+"/"+in.Name, err)
@@ -61,7 +61,7 @@ func (a *KubernetesActivities) CreateRunnerPod(ctx context.Context, in workflows
 		return workflows.CreateRunnerPodOutput{}, temporal.NewApplicationError(
 			fmt.Sprintf("pod %s/%s of an earlier attempt is still terminating", in.Namespace, in.Name), workflows.ErrTransient)
 	}
-	return workflows.CreateRunnerPodOutput{UID: string(existing.UID), Adopted: true}, nil
+	return workflows.CreateRunnerPodOutput{UID: string(existing.UID), Adopted: true, CreatedAt: existing.CreationTimestamp.Time}, nil
 }
 
 // SetRunnerSecretOwner makes the pod the Secret's owner, so a cluster's garbage collector

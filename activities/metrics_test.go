@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -198,5 +199,31 @@ func lint(t *testing.T, reg *prometheus.Registry) {
 		if !strings.HasPrefix(f.GetName(), "runnerflow_") {
 			t.Errorf("series %s is not runnerflow's", f.GetName())
 		}
+	}
+}
+
+// CreateRunnerPod reports when the pod was created (the scale-up latency's pod stage): its own
+// clock for a new pod, the pod's creation timestamp for an adopted one.
+func TestCreateRunnerPodReportsItsCreationTime(t *testing.T) {
+	e := newEnv(t)
+	before := time.Now()
+	in := e.podInput("created-at")
+	first, err := e.k8s.CreateRunnerPod(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CreatedAt.Before(before) || first.CreatedAt.After(time.Now()) {
+		t.Errorf("created at %s, not during the call", first.CreatedAt)
+	}
+	again, err := e.k8s.CreateRunnerPod(e.ctx, in)
+	if err != nil || !again.Adopted {
+		t.Fatalf("adopt: %+v, %v", again, err)
+	}
+	pod, err := e.kube.CoreV1().Pods(e.ns).Get(e.ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.CreatedAt.Equal(pod.CreationTimestamp.Time) {
+		t.Errorf("adopted pod created at %s, its timestamp says %s", again.CreatedAt, pod.CreationTimestamp)
 	}
 }

@@ -152,6 +152,10 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 	r.podUID = pod.UID
 	now := workflow.Now(ctx)
 	r.obs.AttemptStart, r.obs.LastPodCheck = now, now
+	r.obs.PodCreatedAt = pod.CreatedAt
+	if r.obs.PodCreatedAt.IsZero() {
+		r.obs.PodCreatedAt = now
+	}
 	if _, err := setSecretOwner(ctx, SetSecretOwnerInput{
 		Namespace: spec.Namespace, SecretName: reg.SecretName, PodName: r.in.Name, PodUID: pod.UID,
 	}); err != nil {

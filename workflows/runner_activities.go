@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"go.temporal.io/sdk/workflow"
@@ -110,6 +112,9 @@ type CreateRunnerPodInput struct {
 type CreateRunnerPodOutput struct {
 	UID     string `json:"uid"`
 	Adopted bool   `json:"adopted,omitempty"`
+	// CreatedAt is when the pod was created (the activity's clock; an adopted pod's creation
+	// timestamp), for the scale-up latency metric; zero from older workers.
+	CreatedAt time.Time `json:"createdAt,omitzero"`
 }
 
 // SetSecretOwnerInput makes a pod the owner of a runner's Secret.

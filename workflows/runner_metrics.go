@@ -18,10 +18,22 @@ const (
 	MetricScaleUpRunnerOnline = "runnerflow_scale_up_runner_online_seconds"
 )
 
-// noteOnline stamps the first moment of this attempt the runner was known online.
-func (o *RunnerObservations) noteOnline(now time.Time) {
-	if o.Online && o.OnlineAt.IsZero() {
-		o.OnlineAt = now
+// noteOnline records evidence, seen at now, that the runner is online. A job's started_at
+// (GitHub's clock) is earlier evidence than the notice carrying it, so it counts when given;
+// the earliest evidence wins, never before the pod existed nor after it was seen.
+func (o *RunnerObservations) noteOnline(now, startedAt time.Time) {
+	if !o.Online {
+		return
+	}
+	at := now
+	if !startedAt.IsZero() && startedAt.Before(now) {
+		at = startedAt
+	}
+	if at.Before(o.PodCreatedAt) {
+		at = o.PodCreatedAt
+	}
+	if o.OnlineAt.IsZero() || at.Before(o.OnlineAt) {
+		o.OnlineAt = at
 	}
 }
 
@@ -33,13 +45,13 @@ func (o *RunnerObservations) isNewJob(s JobSignal) bool {
 
 // recordScaleUpLatency records how long after the job was queued this runner's pod was
 // created and the runner was online. A runner that was there before the job was queued (warm,
-// persistent) records zero: the job waited for no scale-up. Times are workflow times; GitHub's
-// created_at has whole seconds, so sub-second values are rounded up by up to a second.
+// persistent) records zero: the job waited for no scale-up. GitHub's times have whole
+// seconds, so a latency can read up to a second long.
 func (r *runner) recordScaleUpLatency(ctx workflow.Context, s JobSignal) {
-	if s.QueuedAt.IsZero() || r.obs.AttemptStart.IsZero() || r.obs.OnlineAt.IsZero() {
+	if s.QueuedAt.IsZero() || r.obs.PodCreatedAt.IsZero() || r.obs.OnlineAt.IsZero() {
 		return
 	}
 	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pool": r.in.Pool})
-	m.Timer(MetricScaleUpPodCreated).Record(max(r.obs.AttemptStart.Sub(s.QueuedAt), 0))
+	m.Timer(MetricScaleUpPodCreated).Record(max(r.obs.PodCreatedAt.Sub(s.QueuedAt), 0))
 	m.Timer(MetricScaleUpRunnerOnline).Record(max(r.obs.OnlineAt.Sub(s.QueuedAt), 0))
 }

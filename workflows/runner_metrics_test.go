@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 )
@@ -115,8 +116,8 @@ func TestRunnerRecordsScaleUpLatencyOncePerJob(t *testing.T) {
 	}
 }
 
-// A job that starts before any listing saw the runner online is its evidence of being online;
-// a notice without a queue time (an old starter) records nothing.
+// A job that starts before any listing saw the runner online is its evidence of being online,
+// from GitHub's started_at, never earlier than the pod was created (the activity's clock).
 func TestRunnerOnlineLatencyFromTheJobItself(t *testing.T) {
 	rec := newTimerRecorder()
 	suite := &testsuite.WorkflowTestSuite{}
@@ -124,19 +125,48 @@ func TestRunnerOnlineLatencyFromTheJobItself(t *testing.T) {
 	h := newRunnerHarnessIn(t, suite).withPool()
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h.env.SetStartTime(start)
-	h.registered(7, "uid-1")
+	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(
+		RegisterRunnerOutput{RunnerID: 7, SecretName: runnerTestName}, nil).Once()
+	h.env.OnActivity(ActivityCreateRunnerPod, mock.Anything, mock.Anything).Return(
+		CreateRunnerPodOutput{UID: "uid-1", CreatedAt: start.Add(-300 * time.Millisecond)}, nil).Once()
+	h.env.OnActivity(ActivitySetSecretOwner, mock.Anything, mock.Anything).Return(Nothing{}, nil).Once()
 	h.deletes(1)
 	first := jobSig(1)
-	first.QueuedAt = start.Add(-time.Second)
+	first.QueuedAt, first.StartedAt = start.Add(-time.Second), start.Add(2*time.Second)
 	h.at(time.Second, SignalPodStatus, podRunning("uid-1"))
 	h.at(3*time.Second, SignalJobStarted, first)
 	h.at(4*time.Second, SignalJobCompleted, jobSig(1))
 	h.at(5*time.Second, SignalPodStatus, podSig("uid-1", PodSucceeded, ""))
 	h.mustRun(runnerTestInput(true))
-	if got := rec.of(MetricScaleUpRunnerOnline); len(got) != 1 || got[0].d != 4*time.Second {
-		t.Errorf("online latency samples %v, want one of 4s", got)
+	if got := rec.of(MetricScaleUpPodCreated); len(got) != 1 || got[0].d != 700*time.Millisecond {
+		t.Errorf("pod created samples %v, want one of 700ms", got)
 	}
-	if got := rec.of(MetricScaleUpPodCreated); len(got) != 1 || got[0].d != time.Second {
-		t.Errorf("pod created samples %v, want one of 1s", got)
+	if got := rec.of(MetricScaleUpRunnerOnline); len(got) != 1 || got[0].d != 3*time.Second {
+		t.Errorf("online latency samples %v, want one of 3s (started_at)", got)
+	}
+}
+
+func TestNoteOnlineTakesTheEarliestPlausibleEvidence(t *testing.T) {
+	pod := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return pod.Add(time.Duration(s * float64(time.Second))) }
+	for _, tc := range []struct {
+		name             string
+		online           bool
+		prev, now, start time.Time
+		want             time.Time
+	}{
+		{"not online: nothing", false, time.Time{}, at(5), time.Time{}, time.Time{}},
+		{"listing", true, time.Time{}, at(5), time.Time{}, at(5)},
+		{"job start evidence", true, time.Time{}, at(5), at(3), at(3)},
+		{"started_at (whole seconds) reads before the pod", true, time.Time{}, at(5), at(-0.4), at(0)},
+		{"started_at after the notice (clock skew)", true, time.Time{}, at(5), at(6), at(5)},
+		{"later evidence keeps the earlier", true, at(2), at(5), at(4), at(2)},
+		{"earlier evidence wins", true, at(4), at(5), at(3), at(3)},
+	} {
+		o := RunnerObservations{Online: tc.online, PodCreatedAt: pod, OnlineAt: tc.prev}
+		o.noteOnline(tc.now, tc.start)
+		if !o.OnlineAt.Equal(tc.want) {
+			t.Errorf("%s: OnlineAt %s, want %s", tc.name, o.OnlineAt, tc.want)
+		}
 	}
 }

@@ -52,9 +52,11 @@ type RunnerObservations struct {
 	PodDeleting bool     `json:"podDeleting,omitempty"`
 	// Online is true once the runner was seen online in the current registration attempt.
 	Online bool `json:"online"`
-	// OnlineAt is when this attempt's runner was first known online (a listing, or a job
-	// starting on it), for the scale-up latency metric.
-	OnlineAt time.Time `json:"onlineAt,omitzero"`
+	// PodCreatedAt and OnlineAt are when this attempt's pod was created and the earliest
+	// evidence of its runner being online (a listing, or a job starting on it), for the
+	// scale-up latency metrics.
+	PodCreatedAt time.Time `json:"podCreatedAt,omitzero"`
+	OnlineAt     time.Time `json:"onlineAt,omitzero"`
 	// OfflineSince is set when GitHub lists the runner offline after it was online.
 	OfflineSince time.Time `json:"offlineSince,omitzero"`
 	// Gone is set when GitHub no longer knows a runner that was online.

@@ -72,7 +72,7 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 		}
 		if gh.Online {
 			r.obs.Online = true
-			r.obs.noteOnline(workflow.Now(ctx))
+			r.obs.noteOnline(workflow.Now(ctx), time.Time{})
 			r.obs.setBusy(gh.Busy)
 			return ending{}, false
 		}
@@ -164,13 +164,13 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalRunnerStatus), func(s RunnerStatusSignal) {
 			r.obs.recordRunnerStatus(s, now())
-			r.obs.noteOnline(now())
+			r.obs.noteOnline(now(), time.Time{})
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalJobStarted), func(s JobSignal) {
 			if r.namesMe(s) {
 				first := r.obs.isNewJob(s)
 				r.obs.recordJobStarted(s)
-				r.obs.noteOnline(now())
+				r.obs.noteOnline(now(), s.StartedAt)
 				if first {
 					r.recordScaleUpLatency(ctx, s)
 				}
@@ -179,7 +179,7 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 		source(workflow.GetSignalChannel(ctx, SignalJobCompleted), func(s JobSignal) {
 			if r.namesMe(s) {
 				r.obs.recordJobCompleted(s, r.limits.ephemeral, now())
-				r.obs.noteOnline(now())
+				r.obs.noteOnline(now(), time.Time{})
 			}
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalDrain), func(d DrainRequest) {

@@ -173,9 +173,11 @@ type JobSignal struct {
 	JobID      int64  `json:"jobId"`
 	RunnerName string `json:"runnerName"`
 	Conclusion string `json:"conclusion,omitempty"`
-	// QueuedAt is when GitHub queued the job (workflow_job.created_at), the start of the
-	// scale-up latencies a job-started notice records; zero when unknown.
-	QueuedAt time.Time `json:"queuedAt,omitzero"`
+	// QueuedAt and StartedAt are GitHub's created_at and started_at of the job: the start of
+	// the scale-up latencies a job-started notice records, and evidence of when the runner was
+	// online; zero when unknown.
+	QueuedAt  time.Time `json:"queuedAt,omitzero"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
 }
 
 // DrainRequest asks a runner or a pool to drain: finish current work, take no more, go away.

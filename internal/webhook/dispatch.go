@@ -94,7 +94,7 @@ func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answ
 		return answer{http.StatusOK, OutcomeIgnored, "job names no runnerflow runner"}
 	}
 	err := h.cfg.Temporal.SignalWorkflow(ctx, workflowID, "", signal, workflows.JobSignal{
-		JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion, QueuedAt: je.queuedAt,
+		JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion, QueuedAt: je.queuedAt, StartedAt: je.startedAt,
 	})
 	var notFound *serviceerror.NotFound
 	switch {

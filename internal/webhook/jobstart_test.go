@@ -13,7 +13,7 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// An in_progress notice hands the runner the job's queue time (for its scale-up latencies)
+// An in_progress notice hands the runner the job's queue and start times (for its scale-up latencies)
 // and records the job's wait in the pool's job-start histogram, once the runner workflow took
 // the notice; a job run by a runner that is not runnerflow's records nothing.
 func TestJobStartedRecordsTheJobsWait(t *testing.T) {
@@ -39,9 +39,9 @@ func TestJobStartedRecordsTheJobsWait(t *testing.T) {
 	}
 
 	got := signals[workflows.JobSignal](t, workflows.RunnerWorkflowID(pool, runner), workflows.SignalJobStarted)
-	want := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if len(got) != 1 || !got[0].QueuedAt.Equal(want) {
-		t.Fatalf("runner got %+v, want one notice queued at %s", got, want)
+	queued := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if len(got) != 1 || !got[0].QueuedAt.Equal(queued) || !got[0].StartedAt.Equal(queued.Add(7*time.Second)) {
+		t.Fatalf("runner got %+v, want one notice queued at %s and started 7s later", got, queued)
 	}
 	count, err := testutil.GatherAndCount(reg, "runnerflow_job_start_seconds")
 	if err != nil || count != 1 {
