@@ -1,40 +1,41 @@
-// Command demo runs runnerflow locally: the test world (Temporal dev server with its Web UI, a
-// real kube-apiserver, the GitHub double and the runner simulator). Until the worker and starter
-// ship, it starts the world alone and prints where to look.
+// Command demo runs runnerflow on this machine: the test world (Temporal dev server with its
+// Web UI, a real kube-apiserver, the GitHub double, the runner simulator), the worker and the
+// starter's webhook intake, two example pools and a burst of jobs; it prints progress and the
+// measured latencies, then keeps the UI up until Ctrl-C. The logic is in internal/demo.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/internal/demo"
 )
 
 func main() {
+	var opts demo.Options
+	flag.IntVar(&opts.Jobs, "jobs", 20, "how many jobs the GitHub double queues at once")
+	flag.BoolVar(&opts.ExitWhenDone, "exit-when-done", false, "exit after the summary instead of keeping the UI up")
+	flag.DurationVar(&opts.Timeout, "timeout", 0, "how long the jobs may take (default 5m)")
+	flag.DurationVar(&opts.WorkDuration, "work", 0, "how long each simulated job runs (default 3s)")
+	flag.StringVar(&opts.MetricsListen, "metrics-listen", "127.0.0.1:0", "where /metrics is served")
+	verbose := flag.Bool("v", false, "show the components' logs")
+	flag.Parse()
+	level := slog.LevelError
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	opts.Out = os.Stdout
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if _, err := demo.Run(ctx, opts); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
-}
-
-func run(ctx context.Context) error {
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	world, err := testworld.StartWorld(ctx, testworld.WorldOptions{UI: true, Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer world.Stop()
-	fmt.Printf("Temporal UI:      %s\n", world.Temporal.UIAddress)
-	fmt.Printf("Temporal address: %s (namespace %s)\n", world.Temporal.Address, world.Temporal.Namespace)
-	fmt.Printf("Kubeconfig:       %s\n", world.Kube.KubeconfigPath)
-	fmt.Printf("GitHub double:    %s\n", world.GitHub.URL())
-	fmt.Println("The test world is up (worker and starter are not wired in yet). Ctrl-C stops it.")
-	<-ctx.Done()
-	return nil
 }

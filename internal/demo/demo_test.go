@@ -1,0 +1,56 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The demo, bounded: every job of the burst completes, each job's scale-up is measured at
+// every stage, and the Temporal UI answered while the system was up.
+func TestDemoRunsABurstToTheEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	const jobs = 9
+	var out bytes.Buffer
+	res, err := Run(ctx, Options{Jobs: jobs, ExitWhenDone: true, WorkDuration: time.Second, Timeout: 5 * time.Minute, Out: &out})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	if res.JobsCompleted != jobs {
+		t.Errorf("%d of %d jobs completed\n%s", res.JobsCompleted, jobs, out.String())
+	}
+	if res.UIStatus != 200 || !strings.HasPrefix(res.UIAddress, "http://127.0.0.1:") {
+		t.Errorf("Temporal UI at %q answered %d, want 200", res.UIAddress, res.UIStatus)
+	}
+	for _, st := range stages {
+		if got := len(res.Latencies[st]); got != jobs {
+			t.Errorf("%d samples of %q, want one per job", got, st)
+		}
+		for _, d := range res.Latencies[st] {
+			if d < 0 {
+				t.Errorf("%q: negative latency %s", st, d)
+			}
+		}
+	}
+	for _, want := range []string{fmt.Sprintf("%d of %d jobs done", jobs, jobs), "p50", "p95", "max", "answered 200", "applied pool/org-linux: created", "applied pool/web-large: created"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	for p, want := range map[float64]time.Duration{50: 5, 95: 10, 100: 10, 10: 1, 1: 1} {
+		if got := percentile(ds, p); got != want {
+			t.Errorf("p%v = %d, want %d", p, got, want)
+		}
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing")
+	}
+}
