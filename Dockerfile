@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# One image recipe for both binaries: BINARY selects the main package (worker or starter).
+#   docker build --build-arg BINARY=worker -t runnerflow-worker .
+# The result is a static binary on distroless "nonroot" (uid 65532): no shell, no package
+# manager, nothing to patch but the binary itself.
+
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION} AS build
+ARG BINARY=worker
+WORKDIR /src
+ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+# Modules first, so a source change does not download them again.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    go build -trimpath -ldflags="-s -w" -o /out/runnerflow ./${BINARY}
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/runnerflow /usr/local/bin/runnerflow
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/runnerflow"]
