@@ -228,3 +228,44 @@ func TestComposeBuildsTheBinariesFromTheDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// Grafana gets Prometheus as its data source and loads the dashboard from the folder its
+// provider names, which is where the Compose file mounts deploy/grafana.
+func TestComposeProvisionsGrafana(t *testing.T) {
+	var ds struct {
+		Datasources []struct {
+			Type string `json:"type"`
+			URL  string `json:"url"`
+		} `json:"datasources"`
+	}
+	readYAML(t, "compose/grafana/datasources/prometheus.yml", &ds)
+	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus:9090" {
+		t.Errorf("Grafana data sources %+v: want the Compose prometheus service on its port 9090", ds.Datasources)
+	}
+	var dash struct {
+		Providers []struct {
+			Options struct {
+				Path string `json:"path"`
+			} `json:"options"`
+		} `json:"providers"`
+	}
+	readYAML(t, "compose/grafana/dashboards/runnerflow.yml", &dash)
+	if len(dash.Providers) != 1 {
+		t.Fatalf("want one dashboard provider, got %+v", dash.Providers)
+	}
+	want := "./deploy/grafana:" + dash.Providers[0].Options.Path + ":ro"
+	if !slices.Contains(readCompose(t).Services["grafana"].Volumes, want) {
+		t.Errorf("the grafana service does not mount %s", want)
+	}
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}

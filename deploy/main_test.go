@@ -34,8 +34,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "stop kube:", err)
 		}
 	}
-	if kubeDir != "" {
-		os.RemoveAll(kubeDir)
+	for _, dir := range []string{kubeDir, binDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
