@@ -98,7 +98,40 @@ type App struct {
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
 // until Run.
-func New(cfg Config) (*App, error) {
+func New(cfg Config) (_ *App, err error) {
+	a := &App{cfg: withDefaults(cfg)}
+	a.log = a.cfg.Logger
+	a.obs.init(&a.cfg)
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	kube, err := kubeClient(a.cfg, a.obs.activities)
+	if err != nil {
+		return nil, err
+	}
+	gh, err := activities.NewGitHubClient(a.cfg.GitHub)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.dial(); err != nil {
+		return nil, err
+	}
+	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: a.log}
+	if a.watcher, err = activities.NewPodWatcher(activities.PodWatcherConfig{
+		Client: kube, Temporal: a.temporal, Namespace: a.cfg.WatchNamespace, Logger: a.log,
+	}); err != nil {
+		return nil, err
+	}
+	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
+		return nil, err
+	}
+	a.buildWorkers()
+	return a, nil
+}
+
+func withDefaults(cfg Config) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
@@ -112,33 +145,7 @@ func New(cfg Config) (*App, error) {
 		host, _ := os.Hostname()
 		cfg.Identity = fmt.Sprintf("runnerflow-worker@%s/%d", host, os.Getpid())
 	}
-	a := &App{cfg: cfg, log: cfg.Logger}
-	a.obs.init(&a.cfg)
-	kube, err := kubeClient(a.cfg, a.obs.activities)
-	if err != nil {
-		return nil, err
-	}
-	gh, err := activities.NewGitHubClient(a.cfg.GitHub)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.dial(); err != nil {
-		a.obs.close()
-		return nil, err
-	}
-	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: cfg.Logger}
-	if a.watcher, err = activities.NewPodWatcher(activities.PodWatcherConfig{
-		Client: kube, Temporal: a.temporal, Namespace: cfg.WatchNamespace, Logger: cfg.Logger,
-	}); err != nil {
-		a.close()
-		return nil, err
-	}
-	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
-		a.close()
-		return nil, err
-	}
-	a.buildWorkers()
-	return a, nil
+	return cfg
 }
 
 func kubeClient(cfg Config, m *activities.Metrics) (kubernetes.Interface, error) {
