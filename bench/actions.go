@@ -167,7 +167,9 @@ func listRuns(ctx context.Context, c client.Client, query string) ([]executionRe
 			return nil, fmt.Errorf("list %q: %w", query, err)
 		}
 		for _, e := range resp.GetExecutions() {
-			out = append(out, executionRef{id: e.GetExecution().GetWorkflowId(), runID: e.GetExecution().GetRunId()})
+			out = append(out, executionRef{
+				id: e.GetExecution().GetWorkflowId(), runID: e.GetExecution().GetRunId(), started: e.GetStartTime().AsTime(),
+			})
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			return out, nil
@@ -175,8 +177,11 @@ func listRuns(ctx context.Context, c client.Client, query string) ([]executionRe
 	}
 }
 
-// executionRef names one run.
-type executionRef struct{ id, runID string }
+// executionRef names one run and says when the server started it.
+type executionRef struct {
+	id, runID string
+	started   time.Time
+}
 
 // fetchHistory reads a run's whole history from the server.
 func fetchHistory(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {

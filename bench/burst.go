@@ -8,7 +8,6 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/kubewrites"
-	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -52,9 +51,15 @@ func (e *env) burst(ctx context.Context, n int) (BurstResult, error) {
 	if err := b.waitSettled(ctx); err != nil {
 		return BurstResult{}, err
 	}
+	stranded, err := b.endStranded(ctx)
+	if err != nil {
+		return BurstResult{}, err
+	}
 	end := time.Now()
-	e.say("burst of %d: settled after %.1fs; reading histories", n, end.Sub(b.released).Seconds())
-	return b.measure(ctx, end)
+	e.say("burst of %d: settled after %.1fs (%d runner workflows stranded); reading histories", n, end.Sub(b.released).Seconds(), len(stranded))
+	res, err := b.measure(ctx, end)
+	res.Stranded = stranded
+	return res, err
 }
 
 // setUp creates the namespace, the repositories at the double and the pools, and waits until
@@ -101,51 +106,6 @@ func (b *burstPhase) fire() error {
 	return nil
 }
 
-func (b *burstPhase) waitStarted(ctx context.Context) error {
-	return poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
-		last := time.Time{}
-		for _, id := range b.jobs {
-			j, _ := b.e.world.GitHub.Job(id)
-			if j.Status == githubdouble.StatusQueued {
-				return false, nil
-			}
-			if j.StartedAt.After(last) {
-				last = j.StartedAt
-			}
-		}
-		b.allStarted = last
-		return true, nil
-	})
-}
-
-// waitSettled waits until every job completed, no runner workflow of the pools runs, the pools
-// hold no runner and no reservation, and no scale window is open: the burst's whole cost is
-// then in the counters and histories.
-func (b *burstPhase) waitSettled(ctx context.Context) error {
-	return poll(ctx, "the burst's runners to finish", func() (bool, error) {
-		for _, id := range b.jobs {
-			if j, _ := b.e.world.GitHub.Job(id); j.Status != githubdouble.StatusCompleted {
-				return false, nil
-			}
-		}
-		for _, p := range b.pools {
-			st, err := poolcli.Status(ctx, b.e.c, p)
-			if err != nil {
-				return false, err
-			}
-			if len(st.Runners) > 0 || st.Reservations > 0 {
-				return false, nil
-			}
-		}
-		running, err := b.e.c.CountWorkflow(ctx, countRequest(b.runnerQuery()+` AND ExecutionStatus = "Running"`))
-		if err != nil || running.GetCount() > 0 {
-			return false, err
-		}
-		windows, err := b.e.c.CountWorkflow(ctx, countRequest(b.windowQuery()+` AND ExecutionStatus = "Running"`))
-		return err == nil && windows.GetCount() == 0, err
-	})
-}
-
 func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, error) {
 	res := BurstResult{Jobs: b.n, Pools: len(b.pools), Seconds: round1(end.Sub(b.released).Seconds())}
 	runners, err := listRuns(ctx, b.e.c, b.runnerQuery())
@@ -153,7 +113,7 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 		return res, err
 	}
 	res.Runners = distinctWorkflows(runners)
-	if res.Latency, err = b.latencies(); err != nil {
+	if res.Latency, err = b.latencies(firstStarts(runners)); err != nil {
 		return res, err
 	}
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
@@ -164,10 +124,11 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 }
 
 // latencies pairs, per job, the intake's arrival time of its queued webhook with its runner's
-// pod create call (the worker's counted writes), the runner coming online (the simulator) and
-// the job starting (the double's job record). The runner is the one that ran the job, found by
-// name: one name serves as pod name and GitHub runner name.
-func (b *burstPhase) latencies() (LatencyResult, error) {
+// workflow start (Temporal's visibility record), pod create call (the worker's counted writes),
+// coming online (the simulator) and starting the job (the double's job record). The runner is
+// the one that ran the job, found by name: one name serves as workflow id suffix, pod name and
+// GitHub runner name.
+func (b *burstPhase) latencies(workflowStarted map[string]time.Time) (LatencyResult, error) {
 	queued := map[int64]string{}
 	for _, d := range b.e.world.GitHub.Deliveries() {
 		if d.Action == actionQueued && queued[d.JobID] == "" {
@@ -180,12 +141,16 @@ func (b *burstPhase) latencies() (LatencyResult, error) {
 			podCreated[w.Name] = w.At
 		}
 	}
-	var toPod, toOnline, toStarted []time.Duration
+	var toWorkflow, toPod, toOnline, toStarted []time.Duration
 	for _, id := range b.jobs {
 		j, _ := b.e.world.GitHub.Job(id)
 		received, ok := b.e.intake.receivedAt(queued[id])
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: its queued webhook never reached the intake", id)
+		}
+		started, ok := workflowStarted[j.RunnerName]
+		if !ok {
+			return LatencyResult{}, fmt.Errorf("job %d: no runner workflow found for its runner %q", id, j.RunnerName)
 		}
 		created, ok := podCreated[j.RunnerName]
 		if !ok {
@@ -195,12 +160,13 @@ func (b *burstPhase) latencies() (LatencyResult, error) {
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: runner %q was never seen coming online", id, j.RunnerName)
 		}
+		toWorkflow = append(toWorkflow, started.Sub(received))
 		toPod = append(toPod, created.Sub(received))
 		toOnline = append(toOnline, online.Sub(received))
 		toStarted = append(toStarted, j.StartedAt.Sub(received))
 	}
 	return LatencyResult{
-		ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
+		ToRunnerWorkflow: summarize(toWorkflow), ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
 		AllStartedSeconds: round1(b.allStarted.Sub(b.released).Seconds()),
 	}, nil
 }
@@ -250,6 +216,18 @@ func idQuery(id func(string) string, pools []string) string {
 		parts = append(parts, fmt.Sprintf("WorkflowId = %q", id(p)))
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// firstStarts maps runner names (the last part of the workflow id) to their first run's start.
+func firstStarts(runs []executionRef) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, r := range runs {
+		name := r.id[strings.LastIndex(r.id, "/")+1:]
+		if t, ok := out[name]; !ok || r.started.Before(t) {
+			out[name] = r.started
+		}
+	}
+	return out
 }
 
 func distinctWorkflows(runs []executionRef) int {

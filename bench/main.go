@@ -180,6 +180,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 		res.Memory = &m
 	}
 	res.Seconds = round1(time.Since(began).Seconds())
+	res.Machine.LoadEnd = loadAverage()
 	return res, nil
 }
 
@@ -192,7 +193,7 @@ func summaryOf(o Options) OptionsSummary {
 
 // machine describes this machine: CPUs, memory (from /proc/meminfo), Go.
 func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, LoadStart: loadAverage()}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if f := strings.Fields(line); len(f) == 3 && f[0] == "MemTotal:" {
@@ -202,6 +203,15 @@ func machine() Machine {
 		}
 	}
 	return m
+}
+
+// loadAverage is the 1-, 5- and 15-minute load average from /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return ""
 }
 
 func writeJSON(path string, res Results) error {

@@ -14,15 +14,19 @@ import (
 // burst size come together, so sizes compare at a glance.
 func printTable(w io.Writer, r Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s\n", r.Date, r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.GoVersion)
+	m := r.Machine
+	fmt.Fprintf(tw, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
+		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
 	fmt.Fprintln(tw, "FIGURE\tMEASURE\tVALUE")
 	for _, b := range r.Bursts {
 		l := b.Latency
 		fig := fmt.Sprintf("1 scale-up latency, N=%d", b.Jobs)
-		row(tw, fig, "webhook → pod create call", pct(l.ToPodCreate))
+		row(tw, fig, "webhook → runner workflow started", pct(l.ToRunnerWorkflow))
+		row(tw, "", "webhook → pod create call", pct(l.ToPodCreate))
 		row(tw, "", "webhook → runner online", pct(l.ToOnline))
 		row(tw, "", "webhook → job started", pct(l.ToStarted))
 		row(tw, "", fmt.Sprintf("all %d jobs started after", b.Jobs), fmt.Sprintf("%.1f s (first webhook sent → last job started)", l.AllStartedSeconds))
+		row(tw, "", "runner lifecycles; stranded runner workflows", fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
 	}
 	for _, b := range r.Bursts {
 		g := b.GitHub
@@ -91,4 +95,17 @@ func actionKinds(a Actions) string {
 		"timers": a.Timers, "updates": a.Updates, "child starts": a.ChildStarts,
 		"search-attribute upserts": a.SearchAttributeUpserts, "markers": a.Markers, "other": a.Other,
 	})
+}
+
+// examples names the first few of a list, for a table cell.
+func examples(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	const shown = 3
+	more := ""
+	if len(ids) > shown {
+		more = fmt.Sprintf(", … %d more", len(ids)-shown)
+	}
+	return " (" + strings.Join(ids[:min(shown, len(ids))], ", ") + more + ")"
 }

@@ -22,6 +22,10 @@ type Machine struct {
 	MemoryGiB float64 `json:"memoryGiB"`
 	GoVersion string  `json:"goVersion"`
 	OS        string  `json:"os"`
+	// LoadStart and LoadEnd are /proc/loadavg when the run began and ended: the machine may be
+	// shared, and a busy one slows every latency.
+	LoadStart string `json:"loadStart"`
+	LoadEnd   string `json:"loadEnd"`
 }
 
 // OptionsSummary records the settings the figures depend on.
@@ -40,6 +44,9 @@ type BurstResult struct {
 	Pools int `json:"pools"`
 	// Runners is the number of runner lifecycles (runner workflows) the burst caused.
 	Runners int `json:"runners"`
+	// Stranded are the runner workflows still running a minute after their pools emptied,
+	// which the benchmark terminated (see docs/benchmarks.md); empty when all ended.
+	Stranded []string `json:"stranded"`
 	// Seconds is the whole phase: first webhook to the last runner cleaned up.
 	Seconds    float64          `json:"seconds"`
 	Latency    LatencyResult    `json:"latency"`
@@ -50,9 +57,12 @@ type BurstResult struct {
 
 // LatencyResult is figure 1: per job, from the starter receiving the job's queued webhook.
 type LatencyResult struct {
-	ToPodCreate Percentiles `json:"toPodCreate"`
-	ToOnline    Percentiles `json:"toRunnerOnline"`
-	ToStarted   Percentiles `json:"toJobStarted"`
+	// ToRunnerWorkflow ends when the server started the runner's workflow: the scale window
+	// and the pool's decision lie before it, registration and the pod create after.
+	ToRunnerWorkflow Percentiles `json:"toRunnerWorkflow"`
+	ToPodCreate      Percentiles `json:"toPodCreate"`
+	ToOnline         Percentiles `json:"toRunnerOnline"`
+	ToStarted        Percentiles `json:"toJobStarted"`
 	// AllStartedSeconds runs from the first webhook sent to the last job started.
 	AllStartedSeconds float64 `json:"allStartedSeconds"`
 }
