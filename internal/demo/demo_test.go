@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,26 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(nil, 50) != 0 {
 		t.Error("percentile of nothing")
+	}
+}
+
+// A system that cannot start (the metrics address is taken) says why and stops what it had
+// started, instead of leaving a world running.
+func TestStartFailsCleanly(t *testing.T) {
+	busy := freeAddr(t)
+	ln, err := net.Listen("tcp", busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sys, err := Start(ctx, SystemConfig{MetricsListen: busy})
+	if err == nil {
+		sys.Stop()
+		t.Fatal("started with its metrics address taken")
+	}
+	if !strings.Contains(err.Error(), "metrics listener") {
+		t.Errorf("error %q does not name the metrics listener", err)
 	}
 }

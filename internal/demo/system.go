@@ -67,7 +67,7 @@ type System struct {
 
 // Start brings the whole system up and returns once the worker runs and the intake listens.
 // Stop ends it.
-func Start(ctx context.Context, cfg SystemConfig) (s *System, err error) {
+func Start(ctx context.Context, cfg SystemConfig) (_ *System, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -78,7 +78,7 @@ func Start(ctx context.Context, cfg SystemConfig) (s *System, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &System{Registry: prometheus.NewRegistry()}
+	s := &System{Registry: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
 			s.Stop()

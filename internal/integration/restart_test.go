@@ -115,7 +115,9 @@ func startWorkerProcess(t *testing.T, bin, namespace string, n int) *workerProce
 	cmd := exec.Command(bin,
 		"--temporal-address", world.Temporal.Address, "--namespace", world.Temporal.Namespace,
 		"--kubeconfig", world.Kube.KubeconfigPath, "--watch-namespace", namespace,
-		"--github-url", world.GitHub.URL())
+		"--github-url", world.GitHub.URL(),
+		// A free port: the default :9090 may be taken on a shared machine.
+		"--metrics-listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+world.GitHubToken)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
