@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -18,25 +17,28 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/runnerflow/runnerflow/internal/poolspec"
+	"github.com/runnerflow/runnerflow/internal/temporalconn"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
 // callTimeout bounds one Temporal call (an apply waits for the pool to take its spec).
 const callTimeout = 30 * time.Second
 
-// Connection names the Temporal server and namespace the commands talk to.
+// Connection is the Temporal connection the commands use: the same flags (address, namespace,
+// TLS, API key) as the worker and `starter serve`.
 type Connection struct {
-	Address   string
-	Namespace string
+	temporalconn.Config
 }
 
-func (c *Connection) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
-	fs.StringVar(&c.Namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-}
+func (c *Connection) flags(fs *flag.FlagSet) { c.RegisterFlags(fs) }
 
 func (c Connection) dial() (client.Client, error) {
-	cl, err := client.Dial(client.Options{HostPort: c.Address, Namespace: c.Namespace, Logger: discardLogger()})
+	opts, err := c.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = discardLogger()
+	cl, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", c.Address, err)
 	}
@@ -217,11 +219,4 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
 }
