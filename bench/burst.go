@@ -200,11 +200,16 @@ func (t TemporalResult) total() HistoryCost {
 }
 
 func (b *burstPhase) runnerQuery() string {
+	return fmt.Sprintf("WorkflowType = %q AND %s", workflows.RunnerWorkflowType, poolQuery(b.pools))
+}
+
+// poolQuery matches workflows whose RunnerPool search attribute is one of the pools.
+func poolQuery(pools []string) string {
 	var parts []string
-	for _, p := range b.pools {
+	for _, p := range pools {
 		parts = append(parts, fmt.Sprintf("RunnerPool = %q", p))
 	}
-	return fmt.Sprintf("WorkflowType = %q AND (%s)", workflows.RunnerWorkflowType, strings.Join(parts, " OR "))
+	return "(" + strings.Join(parts, " OR ") + ")"
 }
 
 func (b *burstPhase) windowQuery() string { return idQuery(workflows.ScaleWindowWorkflowID, b.pools) }

@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/runnerflow/runnerflow/activities"
 	"github.com/runnerflow/runnerflow/internal/kubewrites"
@@ -37,6 +39,8 @@ type env struct {
 	writes *kubewrites.Counter
 	online *onlineTimes
 	log    *slog.Logger
+	// logFile holds log's lines and client-go's.
+	logFile *os.File
 	// progress receives one line per step, so a long run shows where it is.
 	progress io.Writer
 
@@ -44,13 +48,22 @@ type env struct {
 }
 
 func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, err error) {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := &env{opts: opts, writes: kubewrites.NewCounter(), online: newOnlineTimes(logger.Handler()), log: logger, progress: progress}
+	logFile, err := openLog(opts.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// client-go logs its throttling waits through klog, to stderr by default.
+	klog.LogToStderr(false)
+	klog.SetOutput(logFile)
+	e := &env{opts: opts, writes: kubewrites.NewCounter(), online: newOnlineTimes(logger.Handler()), log: logger,
+		logFile: logFile, progress: progress}
 	defer func() {
 		if err != nil {
 			e.stop()
 		}
 	}()
+	e.say("warnings of the worker and the world go to %s", logFile.Name())
 	e.world, err = testworld.StartWorld(ctx, testworld.WorldOptions{
 		Logger: slog.New(e.online), WorkDuration: opts.JobDuration,
 		GitHubRateLimit: opts.GitHubBudget, WebhookSecret: webhookSecret,
@@ -73,11 +86,21 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 }
 
 // startWorker runs runnerflow's worker in this process, as workerapp assembles it for the
-// worker binary, with a transport wrapper counting its Kubernetes writes.
+// worker binary, with a transport wrapper counting its Kubernetes writes. Its Kubernetes client
+// configuration is read from the world's kubeconfig file, as the binary's --kubeconfig is, so
+// it has the binary's client settings (the world's own Config raises client-go's rate limit
+// for tests, which the shipped worker does not).
 func (e *env) startWorker() error {
+	kube, err := clientcmd.BuildConfigFromFlags("", e.world.Kube.KubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("worker kubeconfig: %w", err)
+	}
+	if e.opts.KubeQPS > 0 {
+		kube.QPS, kube.Burst = float32(e.opts.KubeQPS), e.opts.kubeBurst()
+	}
 	app, err := workerapp.New(workerapp.Config{
 		TemporalAddress: e.world.Temporal.Address, Namespace: e.world.Temporal.Namespace,
-		Kube:                  e.writes.Wrap(e.world.Kube.Config),
+		Kube:                  e.writes.Wrap(kube),
 		GitHub:                activities.GitHubConfig{BaseURL: e.world.GitHub.URL(), Token: e.world.GitHubToken},
 		GitHubRequestsPerHour: e.opts.GitHubBudget,
 		Logger:                e.log,
@@ -119,6 +142,18 @@ func (e *env) stop() {
 	if e.world != nil {
 		e.world.Stop()
 	}
+	if e.logFile != nil {
+		klog.Flush()
+		_ = e.logFile.Close()
+	}
+}
+
+// openLog creates the log file, or a new one in the temporary directory.
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.CreateTemp("", "runnerflow-bench-*.log")
+	}
+	return os.Create(path)
 }
 
 func (e *env) say(format string, args ...any) {

@@ -43,6 +43,13 @@ type Options struct {
 	GitHubBudget int
 	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
 	WorkerBinary string
+	// KubeQPS and KubeBurst, when set, replace the in-process worker's Kubernetes client rate
+	// limit; zero keeps what the worker binary has (client-go's default, 5 QPS, burst 10).
+	KubeQPS   float64
+	KubeBurst int
+	// LogPath receives the warnings of the worker and the world's parts; empty means a new
+	// file in the temporary directory.
+	LogPath string
 	// Skip names phases not to run: burst, throughput, memory.
 	Skip []string
 }
@@ -82,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.DurationVar(&opts.PhaseTimeout, "phase-timeout", 30*time.Minute, "bound on each burst, the load phase and each memory step")
 	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double and the worker")
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
+	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (client-go default 5)")
+	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
+	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +147,8 @@ func (o Options) validate() error {
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
 	case o.GitHubBudget <= 0:
 		return errors.New("--github-budget must be positive")
+	case o.KubeQPS < 0 || o.KubeBurst < 0:
+		return errors.New("--kube-qps and --kube-burst must not be negative")
 	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:
 		return errors.New("--rate × --load-duration offers no webhook at all")
 	}
@@ -188,7 +200,16 @@ func summaryOf(o Options) OptionsSummary {
 	return OptionsSummary{
 		Jobs: o.Jobs, IdleRunners: o.Idle, Rate: o.Rate, LoadSeconds: o.LoadDuration.Seconds(),
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
+		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(),
 	}
+}
+
+// kubeBurst is the burst that goes with KubeQPS.
+func (o Options) kubeBurst() int {
+	if o.KubeQPS > 0 && o.KubeBurst == 0 {
+		return int(2 * o.KubeQPS)
+	}
+	return o.KubeBurst
 }
 
 // machine describes this machine: CPUs, memory (from /proc/meminfo), Go.

@@ -64,32 +64,42 @@ func (e *env) memory(ctx context.Context) (MemoryResult, error) {
 			return res, err
 		}
 		res.Points = append(res.Points, p)
-		e.say("memory: %d idle runners up after %.0fs; RSS %d KiB, %.1f KiB per runner workflow", k, p.SetupSeconds, p.RSSKiB, p.KiBPerRunner)
+		e.say("memory: %d of %d runners idle, %d runner workflows alive, after %.0fs; RSS %d KiB, %.1f KiB per runner workflow",
+			p.Idle, k, p.Alive, p.SetupSeconds, p.RSSKiB, p.KiBPerRunner)
+		if !p.Complete {
+			e.say("memory: %d idle runners not reached within --phase-timeout %s; larger steps skipped", k, e.opts.PhaseTimeout)
+			break
+		}
 	}
 	return res, nil
 }
 
-// idlePoint brings the idle runners up to k and reads the worker's RSS.
+// idlePoint brings the idle runners up to k and reads the worker's RSS. If k are not idle
+// within the phase timeout, it measures what is alive then and says the point is incomplete.
 func (e *env) idlePoint(ctx context.Context, w *workerProcess, ns string, k, baseline int) (MemoryPoint, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
+	step, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
 	defer cancel()
 	began := time.Now()
-	pools, err := e.scaleIdlePools(ctx, ns, k)
+	pools, err := e.scaleIdlePools(step, ns, k)
 	if err != nil {
 		return MemoryPoint{}, err
 	}
-	if err := e.waitIdle(ctx, ns, pools, k, w); err != nil {
-		return MemoryPoint{}, err
+	waitErr := e.waitIdle(step, ns, pools, k, w)
+	if waitErr != nil && (ctx.Err() != nil || step.Err() == nil) {
+		return MemoryPoint{}, waitErr // interrupted, or failed for another reason than time
 	}
-	setup := time.Since(began)
-	rss, err := w.settledRSS(ctx)
+	p := MemoryPoint{Runners: k, Complete: waitErr == nil, SetupSeconds: round1(time.Since(began).Seconds())}
+	if p.RSSKiB, err = w.settledRSS(ctx); err != nil {
+		return p, err
+	}
+	alive, err := e.c.CountWorkflow(ctx, countRequest(fmt.Sprintf("WorkflowType = %q AND %s%s",
+		workflows.RunnerWorkflowType, poolQuery(pools), runningOnly)))
 	if err != nil {
-		return MemoryPoint{}, err
+		return p, err
 	}
-	return MemoryPoint{
-		Runners: k, RSSKiB: rss, SetupSeconds: round1(setup.Seconds()),
-		KiBPerRunner: round1(float64(rss-baseline) / float64(k)),
-	}, nil
+	p.Alive, p.Idle = int(alive.GetCount()), idleAtGitHub(e.world.GitHub.Runners())
+	p.KiBPerRunner = round1(float64(p.RSSKiB-baseline) / float64(max(p.Alive, 1)))
+	return p, nil
 }
 
 // scaleIdlePools applies pools holding k runners in all, at most MaxPoolReplicas each (min =
@@ -171,7 +181,9 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 	w.cmd = exec.Command(bin,
 		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
 		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
-		"--github-url", e.world.GitHub.URL(), "--github-requests-per-hour", strconv.Itoa(e.opts.GitHubBudget))
+		"--github-url", e.world.GitHub.URL(), "--github-requests-per-hour", strconv.Itoa(e.opts.GitHubBudget),
+		// Metrics stay on, as in production, on a free port so a second run or the demo never clashes.
+		"--metrics-listen", "127.0.0.1:0")
 	w.cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+e.world.GitHubToken)
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	if err := w.cmd.Start(); err != nil {

@@ -17,6 +17,11 @@ func printTable(w io.Writer, r Results) {
 	m := r.Machine
 	fmt.Fprintf(tw, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
 		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
+	kube := "the worker binary's Kubernetes client limit (client-go default: 5 QPS, burst 10)"
+	if o := r.Options; o.KubeQPS > 0 {
+		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
+	}
+	fmt.Fprintf(tw, "bursts with %s; jobs run %.0f s; GitHub budget %d requests/hour\n", kube, r.Options.JobSeconds, r.Options.GitHubBudgetPerHr)
 	fmt.Fprintln(tw, "FIGURE\tMEASURE\tVALUE")
 	for _, b := range r.Bursts {
 		l := b.Latency
@@ -57,8 +62,12 @@ func printTable(w io.Writer, r Results) {
 	if m := r.Memory; m != nil {
 		row(tw, "5 worker memory", "baseline RSS (no runner workflow)", fmt.Sprintf("%d KiB", m.BaselineRSSKiB))
 		for _, p := range m.Points {
+			state := fmt.Sprintf("set up in %.0f s", p.SetupSeconds)
+			if !p.Complete {
+				state = fmt.Sprintf("INCOMPLETE: %d of %d idle, %d alive after %.0f s", p.Idle, p.Runners, p.Alive, p.SetupSeconds)
+			}
 			row(tw, "", fmt.Sprintf("K=%d idle runner workflows", p.Runners),
-				fmt.Sprintf("RSS %d KiB, %.1f KiB per workflow (set up in %.0f s)", p.RSSKiB, p.KiBPerRunner, p.SetupSeconds))
+				fmt.Sprintf("RSS %d KiB, %.1f KiB per workflow (%s)", p.RSSKiB, p.KiBPerRunner, state))
 		}
 	}
 	if t := r.Throughput; t != nil {

@@ -36,6 +36,10 @@ type OptionsSummary struct {
 	LoadSeconds       float64 `json:"loadSeconds"`
 	JobSeconds        float64 `json:"jobSeconds"`
 	GitHubBudgetPerHr int     `json:"githubBudgetPerHour"`
+	// KubeQPS and KubeBurst are the in-process worker's Kubernetes client limit; 0 is the
+	// worker binary's (client-go's default).
+	KubeQPS   float64 `json:"kubeQPS"`
+	KubeBurst int     `json:"kubeBurst"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
@@ -107,9 +111,17 @@ type MemoryResult struct {
 
 // MemoryPoint is the worker's RSS with K idle runner workflows alive.
 type MemoryPoint struct {
+	// Runners is K, the idle runners asked for.
 	Runners int `json:"runners"`
-	RSSKiB  int `json:"rssKiB"`
-	// KiBPerRunner is (RSS(K) − baseline) / K.
+	// Complete is false when K runners were not idle within the phase timeout; the point then
+	// measures the runner workflows alive at that time, whatever their state.
+	Complete bool `json:"complete"`
+	// Alive counts the pools' running runner workflows, Idle the runners online and not busy
+	// at GitHub, both when the RSS was read.
+	Alive  int `json:"alive"`
+	Idle   int `json:"idle"`
+	RSSKiB int `json:"rssKiB"`
+	// KiBPerRunner is (RSS − baseline) / Alive.
 	KiBPerRunner float64 `json:"kibPerRunner"`
 	// SetupSeconds is how long it took to bring the runners (from the previous point) up.
 	SetupSeconds float64 `json:"setupSeconds"`

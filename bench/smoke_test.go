@@ -21,6 +21,7 @@ func TestBenchmarkRunsEndToEnd(t *testing.T) {
 	opts := Options{
 		Jobs: []int{4}, Idle: []int{20}, Rate: 20, LoadDuration: 2 * time.Second,
 		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000,
+		LogPath: filepath.Join(t.TempDir(), "bench.log"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -115,8 +116,9 @@ func checkMemory(t *testing.T, m MemoryResult, k int) {
 		t.Fatalf("memory %+v: want a baseline and one point", m)
 	}
 	p := m.Points[0]
-	if p.Runners != k || p.RSSKiB <= 0 || p.KiBPerRunner != round1(float64(p.RSSKiB-m.BaselineRSSKiB)/float64(k)) {
-		t.Errorf("memory point %+v (baseline %d KiB): want %d runners and (RSS − baseline) / K", p, m.BaselineRSSKiB, k)
+	if !p.Complete || p.Runners != k || p.Alive != k || p.Idle < k || p.RSSKiB <= 0 ||
+		p.KiBPerRunner != round1(float64(p.RSSKiB-m.BaselineRSSKiB)/float64(k)) {
+		t.Errorf("memory point %+v (baseline %d KiB): want %d runner workflows alive and idle, and (RSS − baseline) / K", p, m.BaselineRSSKiB, k)
 	}
 }
 
