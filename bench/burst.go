@@ -32,14 +32,19 @@ type burstPhase struct {
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
 // then released in order: the double sends them to the intake as fast as its delivery workers
 // go), until every job ran and every runner was cleaned up.
-func (e *env) burst(ctx context.Context, n int) (BurstResult, error) {
+func (e *env) burst(ctx context.Context, n int) (_ BurstResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
 	defer cancel()
 	b := &burstPhase{e: e, n: n}
+	defer func() {
+		if err != nil {
+			b.abandon()
+		}
+		e.terminatePools(context.Background(), b.pools...)
+	}()
 	if err := b.setUp(ctx); err != nil {
 		return BurstResult{}, err
 	}
-	defer e.terminatePools(context.Background(), b.pools...)
 	e.say("burst of %d jobs across %d pools: queueing", n, len(b.pools))
 	if err := b.fire(); err != nil {
 		return BurstResult{}, err

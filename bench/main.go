@@ -70,6 +70,9 @@ func main() {
 		printTable(os.Stdout, res)
 		err = writeJSON(out, res)
 	}
+	if err == nil && len(res.Failures) > 0 {
+		err = fmt.Errorf("%d phase(s) failed", len(res.Failures))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -158,7 +161,8 @@ func (o Options) validate() error {
 func (o Options) runs(phase string) bool { return !slices.Contains(o.Skip, phase) }
 
 // run starts the world, runs the phases in order (bursts, throughput, then memory, which
-// replaces the in-process worker with the worker binary) and returns the results.
+// replaces the in-process worker with the worker binary) and returns the results. A phase that
+// fails is recorded in Results.Failures and the next one runs; an interrupt stops the run.
 func run(ctx context.Context, opts Options, progress io.Writer) (Results, error) {
 	began := time.Now()
 	res := Results{Date: began.Format("2006-01-02"), Machine: machine(), Options: summaryOf(opts)}
@@ -168,27 +172,38 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 	}
 	defer e.stop()
 	e.say("test world up (Temporal %s, kube-apiserver, GitHub double, simulator)", e.world.Temporal.Address)
-	if opts.runs("burst") {
-		for _, n := range opts.Jobs {
-			b, err := e.burst(ctx, n)
-			if err != nil {
-				return res, fmt.Errorf("burst of %d jobs: %w", n, err)
-			}
+	failed := func(phase string, err error) bool {
+		res.Failures = append(res.Failures, phase+": "+err.Error())
+		e.say("%s FAILED: %v", phase, err)
+		return ctx.Err() != nil
+	}
+	for _, n := range opts.Jobs {
+		if !opts.runs("burst") {
+			break
+		}
+		b, err := e.burst(ctx, n)
+		if err != nil && failed(fmt.Sprintf("burst of %d jobs", n), err) {
+			return res, ctx.Err()
+		}
+		if err == nil {
 			res.Bursts = append(res.Bursts, b)
 		}
 	}
 	if opts.runs("throughput") {
 		t, err := e.throughput(ctx)
-		if err != nil {
-			return res, fmt.Errorf("throughput: %w", err)
+		if err != nil && failed("throughput", err) {
+			return res, ctx.Err()
 		}
-		res.Throughput = &t
+		if err == nil {
+			res.Throughput = &t
+		}
 	}
 	if opts.runs("memory") {
 		m, err := e.memory(ctx)
-		if err != nil {
-			return res, fmt.Errorf("memory: %w", err)
+		if err != nil && failed("memory", err) {
+			return res, ctx.Err()
 		}
+		// Points measured before a failure are kept.
 		res.Memory = &m
 	}
 	res.Seconds = round1(time.Since(began).Seconds())

@@ -75,6 +75,9 @@ func printTable(w io.Writer, r Results) {
 			fmt.Sprintf("%.1f acked/s, %d acked, %d failed; ack %s", t.AckedPerSecond, t.Acked, t.Failed, pct(t.AckTime)))
 		row(tw, "", "events lost (acked − reserved)", fmt.Sprintf("%d (%d reservations)", t.Lost, t.Reserved))
 	}
+	for _, f := range r.Failures {
+		row(tw, "FAILED", "", f)
+	}
 	_ = tw.Flush()
 }
 

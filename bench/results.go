@@ -12,6 +12,8 @@ type Results struct {
 	Memory *MemoryResult `json:"memory,omitempty"`
 	// Throughput holds figure 6 and the per-webhook-event costs of figures 2 and 3.
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	// Failures name the phases that failed and why; their figures are missing.
+	Failures []string `json:"failures,omitempty"`
 	// Seconds is how long the whole run took.
 	Seconds float64 `json:"seconds"`
 }

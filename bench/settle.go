@@ -21,20 +21,40 @@ const (
 )
 
 func (b *burstPhase) waitStarted(ctx context.Context) error {
-	return poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
+	queued := len(b.jobs)
+	err := poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
 		last := time.Time{}
+		queued = 0
 		for _, id := range b.jobs {
 			j, _ := b.e.world.GitHub.Job(id)
 			if j.Status == githubdouble.StatusQueued {
-				return false, nil
-			}
-			if j.StartedAt.After(last) {
+				queued++
+			} else if j.StartedAt.After(last) {
 				last = j.StartedAt
 			}
 		}
 		b.allStarted = last
-		return true, nil
+		return queued == 0, nil
 	})
+	if err != nil {
+		return fmt.Errorf("%d of %d jobs started: %w", b.n-queued, b.n, err)
+	}
+	return nil
+}
+
+// abandon terminates the runner workflows of a burst that failed, so they do not load the
+// phases after it.
+func (b *burstPhase) abandon() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runs, err := listRuns(ctx, b.e.c, b.runnerQuery()+runningOnly)
+	if err != nil {
+		b.e.log.Warn("list the runner workflows of a failed burst", "error", err)
+		return
+	}
+	for _, r := range runs {
+		_ = b.e.c.TerminateWorkflow(ctx, r.id, r.runID, "benchmark: burst failed")
+	}
 }
 
 // waitSettled waits until every job completed, the pools hold no runner and no reservation,

@@ -28,8 +28,8 @@ func TestBenchmarkRunsEndToEnd(t *testing.T) {
 	var progress bytes.Buffer
 	res, err := run(ctx, opts, &progress)
 	t.Log("\n" + progress.String())
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(res.Failures) > 0 {
+		t.Fatalf("run: %v; failed phases: %q", err, res.Failures)
 	}
 	if len(res.Bursts) != 1 || res.Throughput == nil || res.Memory == nil {
 		t.Fatalf("results lack a phase: %d bursts, throughput %v, memory %v", len(res.Bursts), res.Throughput, res.Memory)
