@@ -3,7 +3,9 @@ package testworld
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,23 @@ func TestTemporalServerRunsWorkflowDrivenByCLI(t *testing.T) {
 	var attrs any
 	if err := json.Unmarshal([]byte(out), &attrs); err != nil || !strings.Contains(out, "RunnerPool") {
 		t.Fatalf("registered search attribute RunnerPool missing (err %v):\n%s", err, out)
+	}
+}
+
+// A world that cannot start (here: a checkout whose tools were never built) fails with an error
+// that says what to run, and stops whatever it had started instead of crashing.
+func TestStartWorldFailsCleanlyWithoutTools(t *testing.T) {
+	checkout := t.TempDir()
+	if err := os.WriteFile(filepath.Join(checkout, "go.mod"), []byte("module "+modulePath+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(checkout)
+	w, err := StartWorld(context.Background(), WorldOptions{Dir: t.TempDir()})
+	if err == nil {
+		w.Stop()
+		t.Fatal("StartWorld without tools: want an error")
+	}
+	if !strings.Contains(err.Error(), "scripts/tools.sh") {
+		t.Fatalf("StartWorld without tools: error %q does not say how to build them", err)
 	}
 }

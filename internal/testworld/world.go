@@ -57,31 +57,34 @@ type World struct {
 }
 
 // StartWorld starts every part of the world and returns once all are ready. Call Stop when done.
-func StartWorld(ctx context.Context, opts WorldOptions) (w *World, err error) {
-	w = &World{dir: opts.Dir}
+func StartWorld(ctx context.Context, opts WorldOptions) (*World, error) {
+	w := &World{dir: opts.Dir}
+	if err := w.start(ctx, opts); err != nil {
+		w.Stop() // whatever did start
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *World) start(ctx context.Context, opts WorldOptions) (err error) {
 	if w.dir == "" {
 		if w.dir, err = os.MkdirTemp("", "runnerflow-world-"); err != nil {
-			return nil, err
+			return err
 		}
 		w.removeDir = true
 	}
-	defer func() {
-		if err != nil {
-			w.Stop()
-		}
-	}()
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if err = w.startServers(ctx, opts); err != nil {
-		return nil, err
+		return err
 	}
 	if err = w.startGitHub(opts, logger); err != nil {
-		return nil, err
+		return err
 	}
 	w.startSimulator(opts, logger)
-	return w, nil
+	return nil
 }
 
 func (w *World) startServers(ctx context.Context, opts WorldOptions) (err error) {
