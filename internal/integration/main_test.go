@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -26,20 +25,7 @@ import (
 var world *testworld.World
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	world, err = testworld.StartWorld(ctx, testworld.WorldOptions{WorkDuration: time.Second})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start test world:", err)
-		return 1
-	}
-	defer world.Stop()
-	return m.Run()
+	os.Exit(testworld.RunTests(m, testworld.WorldOptions{WorkDuration: time.Second}, &world))
 }
 
 // quietLogger keeps test output to warnings and errors.

@@ -7,7 +7,6 @@ package webhookintegration
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,19 +29,8 @@ import (
 
 var world *testworld.World
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	world, err = testworld.StartWorld(ctx, testworld.WorldOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start test world:", err)
-		return 1
-	}
-	defer world.Stop()
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testworld.RunTests(m, testworld.WorldOptions{}, &world))
 }
 
 func quietLogger() *slog.Logger {
