@@ -124,8 +124,9 @@ func billedUpsert(ev *historypb.HistoryEvent) bool {
 }
 
 // historyCost lists the runs a visibility query matches and counts their histories from
-// since on, fetching a few histories at a time.
-func historyCost(ctx context.Context, c client.Client, query string, since time.Time) (HistoryCost, error) {
+// since on, fetching a few histories at a time. visit, if not nil, sees every event, one
+// history at a time.
+func historyCost(ctx context.Context, c client.Client, query string, since time.Time, visit func(*historypb.HistoryEvent)) (HistoryCost, error) {
 	runs, err := listRuns(ctx, c, query)
 	if err != nil {
 		return HistoryCost{}, err
@@ -149,6 +150,11 @@ func historyCost(ctx context.Context, c client.Client, query string, since time.
 				return
 			}
 			total.add(countHistory(events, since))
+			if visit != nil {
+				for _, ev := range events {
+					visit(ev)
+				}
+			}
 		})
 	}
 	wg.Wait()

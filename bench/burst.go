@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	historypb "go.temporal.io/api/history/v1"
+
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/kubewrites"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -118,22 +120,28 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 		return res, err
 	}
 	res.Runners = distinctWorkflows(runners)
-	if res.Latency, err = b.latencies(firstStarts(runners)); err != nil {
+	decided := map[string]time.Time{}
+	if res.Temporal, err = b.temporalCost(ctx, res.Runners, decided); err != nil {
 		return res, err
 	}
+	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
-	res.Temporal, err = b.temporalCost(ctx, res.Runners)
-	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
+	res.Latency, err = b.latencies(runnerTimes{decided: decided, started: firstStarts(runners)})
 	return res, err
 }
 
-// latencies pairs, per job, the intake's arrival time of its queued webhook with its runner's
-// workflow start (Temporal's visibility record), pod create call (the worker's counted writes),
+// runnerTimes are, per runner name, when its pool decided to start it and when its workflow
+// started.
+type runnerTimes struct{ decided, started map[string]time.Time }
+
+// latencies pairs, per job, the intake's arrival time of its queued webhook with its pool's
+// decision to start its runner (the pool's history), its runner's workflow start (Temporal's
+// visibility record), pod create call (the worker's counted writes),
 // coming online (the simulator) and starting the job (the double's job record). The runner is
 // the one that ran the job, found by name: one name serves as workflow id suffix, pod name and
 // GitHub runner name.
-func (b *burstPhase) latencies(workflowStarted map[string]time.Time) (LatencyResult, error) {
+func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 	queued := map[int64]string{}
 	for _, d := range b.e.world.GitHub.Deliveries() {
 		if d.Action == actionQueued && queued[d.JobID] == "" {
@@ -146,14 +154,18 @@ func (b *burstPhase) latencies(workflowStarted map[string]time.Time) (LatencyRes
 			podCreated[w.Name] = w.At
 		}
 	}
-	var toWorkflow, toPod, toOnline, toStarted []time.Duration
+	var toDecided, toWorkflow, toPod, toOnline, toStarted []time.Duration
 	for _, id := range b.jobs {
 		j, _ := b.e.world.GitHub.Job(id)
 		received, ok := b.e.intake.receivedAt(queued[id])
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: its queued webhook never reached the intake", id)
 		}
-		started, ok := workflowStarted[j.RunnerName]
+		decided, ok := rt.decided[j.RunnerName]
+		if !ok {
+			return LatencyResult{}, fmt.Errorf("job %d: no pool started its runner %q", id, j.RunnerName)
+		}
+		started, ok := rt.started[j.RunnerName]
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: no runner workflow found for its runner %q", id, j.RunnerName)
 		}
@@ -165,27 +177,35 @@ func (b *burstPhase) latencies(workflowStarted map[string]time.Time) (LatencyRes
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: runner %q was never seen coming online", id, j.RunnerName)
 		}
+		toDecided = append(toDecided, decided.Sub(received))
 		toWorkflow = append(toWorkflow, started.Sub(received))
 		toPod = append(toPod, created.Sub(received))
 		toOnline = append(toOnline, online.Sub(received))
 		toStarted = append(toStarted, j.StartedAt.Sub(received))
 	}
 	return LatencyResult{
-		ToRunnerWorkflow: summarize(toWorkflow), ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
+		ToPoolDecision: summarize(toDecided), ToRunnerWorkflow: summarize(toWorkflow), ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
 		AllStartedSeconds: round1(b.allStarted.Sub(b.released).Seconds()),
 	}, nil
 }
 
-func (b *burstPhase) temporalCost(ctx context.Context, runners int) (TemporalResult, error) {
+// temporalCost counts the burst's histories, and notes in decided when each pool decided to
+// start a runner (the pool's child workflow initiation, by runner name).
+func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[string]time.Time) (TemporalResult, error) {
 	var res TemporalResult
 	var err error
-	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start); err != nil {
+	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, nil); err != nil {
 		return res, err
 	}
-	if res.PoolWorkflows, err = historyCost(ctx, b.e.c, idQuery(workflows.PoolWorkflowID, b.pools), b.start); err != nil {
+	noteDecision := func(ev *historypb.HistoryEvent) {
+		if id := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(); id != "" {
+			decided[runnerName(id)] = ev.GetEventTime().AsTime()
+		}
+	}
+	if res.PoolWorkflows, err = historyCost(ctx, b.e.c, idQuery(workflows.PoolWorkflowID, b.pools), b.start, noteDecision); err != nil {
 		return res, err
 	}
-	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start); err != nil {
+	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start, nil); err != nil {
 		return res, err
 	}
 	all := res.total()
@@ -228,11 +248,14 @@ func idQuery(id func(string) string, pools []string) string {
 	return "(" + strings.Join(parts, " OR ") + ")"
 }
 
-// firstStarts maps runner names (the last part of the workflow id) to their first run's start.
+// runnerName is the last part of a runner workflow id (runner/<pool>/<name>).
+func runnerName(workflowID string) string { return workflowID[strings.LastIndex(workflowID, "/")+1:] }
+
+// firstStarts maps runner names to their first run's start.
 func firstStarts(runs []executionRef) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, r := range runs {
-		name := r.id[strings.LastIndex(r.id, "/")+1:]
+		name := runnerName(r.id)
 		if t, ok := out[name]; !ok || r.started.Before(t) {
 			out[name] = r.started
 		}

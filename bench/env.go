@@ -193,6 +193,20 @@ func (e *env) apply(ctx context.Context, specs ...workflows.PoolSpec) error {
 	return nil
 }
 
+// status queries a pool's status, retrying while the query fails: the worker answers queries,
+// and a worker busy with a burst lets one time out now and then.
+func (e *env) status(ctx context.Context, pool string) (workflows.PoolStatus, error) {
+	var st workflows.PoolStatus
+	err := pollEvery(ctx, time.Second, "the status of pool "+pool, func() (bool, error) {
+		var err error
+		if st, err = poolcli.Status(ctx, e.c, pool); err != nil {
+			e.log.Warn("pool status query failed; retrying", "pool", pool, "error", err)
+		}
+		return err == nil, nil
+	})
+	return st, err
+}
+
 // terminatePools ends a phase's pool workflows (their runners are gone by then), so they do
 // not linger into the next phase.
 func (e *env) terminatePools(ctx context.Context, pools ...string) {

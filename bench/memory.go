@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -128,7 +127,7 @@ func (e *env) waitIdle(ctx context.Context, ns string, pools []string, k int, w 
 		}
 		idle := 0
 		for _, p := range pools {
-			st, err := poolcli.Status(ctx, e.c, p)
+			st, err := e.status(ctx, p)
 			if err != nil {
 				return false, err
 			}

@@ -26,7 +26,8 @@ func printTable(w io.Writer, r Results) {
 	for _, b := range r.Bursts {
 		l := b.Latency
 		fig := fmt.Sprintf("1 scale-up latency, N=%d", b.Jobs)
-		row(tw, fig, "webhook → runner workflow started", pct(l.ToRunnerWorkflow))
+		row(tw, fig, "webhook → pool decided to start its runner", pct(l.ToPoolDecision))
+		row(tw, "", "webhook → runner workflow started", pct(l.ToRunnerWorkflow))
 		row(tw, "", "webhook → pod create call", pct(l.ToPodCreate))
 		row(tw, "", "webhook → runner online", pct(l.ToOnline))
 		row(tw, "", "webhook → job started", pct(l.ToStarted))

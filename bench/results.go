@@ -63,8 +63,11 @@ type BurstResult struct {
 
 // LatencyResult is figure 1: per job, from the starter receiving the job's queued webhook.
 type LatencyResult struct {
-	// ToRunnerWorkflow ends when the server started the runner's workflow: the scale window
-	// and the pool's decision lie before it, registration and the pod create after.
+	// ToPoolDecision ends when the pool decided to start the runner that ran the job (its
+	// child workflow initiation): the scale window and the pool update lie before it.
+	ToPoolDecision Percentiles `json:"toPoolDecision"`
+	// ToRunnerWorkflow ends when the server started the runner's workflow; registration and
+	// the pod create come after it.
 	ToRunnerWorkflow Percentiles `json:"toRunnerWorkflow"`
 	ToPodCreate      Percentiles `json:"toPodCreate"`
 	ToOnline         Percentiles `json:"toRunnerOnline"`

@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/poolcli"
 )
 
 const (
@@ -68,7 +66,7 @@ func (b *burstPhase) waitSettled(ctx context.Context) error {
 			}
 		}
 		for _, p := range b.pools {
-			st, err := poolcli.Status(ctx, b.e.c, p)
+			st, err := b.e.status(ctx, p)
 			if err != nil {
 				return false, err
 			}
@@ -117,7 +115,7 @@ func (b *burstPhase) endStranded(ctx context.Context) ([]string, error) {
 func (b *burstPhase) explainStranded(ctx context.Context, runs []executionRef) {
 	reasons := map[string]string{}
 	for _, p := range b.pools {
-		st, err := poolcli.Status(ctx, b.e.c, p)
+		st, err := b.e.status(ctx, p)
 		if err != nil {
 			continue
 		}
@@ -126,8 +124,7 @@ func (b *burstPhase) explainStranded(ctx context.Context, runs []executionRef) {
 		}
 	}
 	for _, r := range runs {
-		name := r.id[strings.LastIndex(r.id, "/")+1:]
-		why := cmp.Or(reasons[name], "not among the pool's recent ends")
+		why := cmp.Or(reasons[runnerName(r.id)], "not among the pool's recent ends")
 		b.e.say("stranded runner workflow %s (started %s); its pool recorded it %s", r.id, r.started.Format("15:04:05.000"), why)
 	}
 }

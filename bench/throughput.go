@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -181,7 +180,7 @@ func loadResult(results []sent, start time.Time, rate int) ThroughputResult {
 // cost per event.
 func (e *env) throughputCost(ctx context.Context, res *ThroughputResult, start time.Time) error {
 	for _, p := range throughputPools {
-		st, err := poolcli.Status(ctx, e.c, p)
+		st, err := e.status(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -191,10 +190,10 @@ func (e *env) throughputCost(ctx context.Context, res *ThroughputResult, start t
 	res.GitHubCalls = e.world.GitHub.TotalCalls()
 	res.GitHubCallsPerEvent = ratio(res.GitHubCalls, res.Acked)
 	var err error
-	if res.Temporal, err = historyCost(ctx, e.c, idQuery(workflows.ScaleWindowWorkflowID, throughputPools), start); err != nil {
+	if res.Temporal, err = historyCost(ctx, e.c, idQuery(workflows.ScaleWindowWorkflowID, throughputPools), start, nil); err != nil {
 		return err
 	}
-	pools, err := historyCost(ctx, e.c, idQuery(workflows.PoolWorkflowID, throughputPools), start)
+	pools, err := historyCost(ctx, e.c, idQuery(workflows.PoolWorkflowID, throughputPools), start, nil)
 	if err != nil {
 		return err
 	}
