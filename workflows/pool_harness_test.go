@@ -16,9 +16,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -26,10 +28,11 @@ import (
 // continue-as-new makes (each run gets a fresh environment that starts where the last ended).
 //
 // Runner workflows are played by a test double: a fake workflow registered under
-// RunnerWorkflowType that records its start and forwards drain signals, plus a small runner
+// RunnerWorkflowType whose start and drain signals the harness watches, plus a small runner
 // simulation that reports state changes to the pool by signal — registering, idle, busy, done —
 // as runner workflows do. Runners started by an earlier run are not children of the current
 // one, so signals to them go through the environment's external-signal mock, as on a server.
+// Messages to the pool are delivered as a server would deliver them (pool_delivery_test.go).
 type poolHarness struct {
 	t        *testing.T
 	canAfter int
@@ -38,6 +41,8 @@ type poolHarness struct {
 	env      *testsuite.TestWorkflowEnvironment
 	segments int
 	events   []*poolEvent
+	// inTransit holds the signals sent to this run that it has not received yet, oldest first.
+	inTransit []*poolEvent
 
 	mu  sync.Mutex
 	sim map[string]*simRunner
@@ -71,9 +76,12 @@ type simRunner struct {
 	drainAfter bool
 }
 
+// poolEvent is either a step (fn), fired when it runs, or one message to the pool (msg),
+// fired only once the pool has seen it.
 type poolEvent struct {
 	at    time.Time
 	fn    func()
+	msg   *poolMessage
 	fired bool
 }
 
@@ -94,15 +102,17 @@ func (h *poolHarness) after(d time.Duration, fn func()) {
 	h.schedule(h.env.Now().Add(d), fn)
 }
 
-// schedule runs fn at (about) at. Every event gets its own instant — a microsecond apart — and
-// every message to the pool is its own event: the test environment runs a workflow task per
-// delivered message, and a message still queued when that task continues as new is lost (a
-// server would refuse the completion and deliver it). No two messages at one instant means
-// none is ever queued behind a continue-as-new.
+// schedule runs fn at (about) at.
 func (h *poolHarness) schedule(at time.Time, fn func()) {
+	h.scheduleEvent(&poolEvent{at: at, fn: fn})
+}
+
+// scheduleEvent gives the event its own instant — a microsecond after any other — so the
+// order of events is the order they were scheduled in, and registers it with the current run.
+func (h *poolHarness) scheduleEvent(ev *poolEvent) {
 	h.mu.Lock()
 	h.seq++
-	ev := &poolEvent{at: at.Add(time.Duration(h.seq) * time.Microsecond), fn: fn}
+	ev.at = ev.at.Add(time.Duration(h.seq) * time.Microsecond)
 	h.events = append(h.events, ev)
 	h.mu.Unlock()
 	if h.env != nil {
@@ -123,6 +133,10 @@ func (h *poolHarness) register(ev *poolEvent) {
 	env.RegisterDelayedCallback(func() {
 		// A run that has continued as new leaves its events to the next run's environment.
 		if ev.fired || env.IsWorkflowCompleted() {
+			return
+		}
+		if ev.msg != nil {
+			h.deliver(ev)
 			return
 		}
 		ev.fired = true
@@ -168,6 +182,9 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	env := suite.NewTestWorkflowEnvironment()
 	h.env = env
+	// Signals sent to the last run and never received are sent again (their events not fired).
+	h.inTransit = nil
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&deliveryWitness{h: h}}})
 	env.SetStartTime(now)
 	env.SetDetachedChildWait(false)
 	env.SetTestTimeout(time.Minute)
@@ -191,8 +208,10 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	return env.GetWorkflowError()
 }
 
-// fakeRunner is the runner workflow's test double: it registers the runner with the simulation
-// and forwards drain signals to it, and never ends by itself (runners end by their reports).
+// fakeRunner is the runner workflow's test double. It never ends by itself (runners end by
+// their reports); its start (childStarted) and drain signals (deliveryWitness) are played by
+// the simulation as the environment delivers them, because the pool may continue as new
+// before this body runs — a real runner workflow runs on regardless.
 func (h *poolHarness) fakeRunner(ctx workflow.Context, in RunnerInput) (RunnerResult, error) {
 	h.mu.Lock()
 	gone := h.vanish[in.Name]
@@ -200,12 +219,7 @@ func (h *poolHarness) fakeRunner(ctx workflow.Context, in RunnerInput) (RunnerRe
 	if gone {
 		return RunnerResult{Name: in.Name}, nil
 	}
-	ch := workflow.GetSignalChannel(ctx, SignalDrain)
-	for {
-		var req DrainRequest
-		ch.Receive(ctx, &req)
-		h.drain(in.Name)
-	}
+	return RunnerResult{}, workflow.Await(ctx, func() bool { return false })
 }
 
 // childStarted registers a runner with the simulation as its workflow starts. It hooks the
@@ -231,7 +245,7 @@ func (h *poolHarness) childStarted(info *workflow.Info, _ workflow.Context, args
 }
 
 func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string, arg any) error {
-	name := workflowID[strings.LastIndex(workflowID, "/")+1:]
+	name := runnerNameOf(workflowID)
 	h.mu.Lock()
 	r, ok := h.sim[name]
 	h.mu.Unlock()
@@ -271,13 +285,18 @@ func (h *poolHarness) advance(name string, from, to RunnerState) {
 	h.report(name, to, "")
 }
 
-// report signals a runner's state to the pool, as the runner workflow does, in its own event.
+// runnerNameOf is the runner name at the end of a runner workflow id.
+func runnerNameOf(workflowID string) string {
+	return workflowID[strings.LastIndex(workflowID, "/")+1:]
+}
+
+// report signals a runner's state to the pool, as the runner workflow does.
 func (h *poolHarness) report(name string, state RunnerState, reason string) {
 	h.mu.Lock()
 	r := h.sim[name]
 	rep := RunnerStateReport{Runner: name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot, Reason: reason}
 	h.mu.Unlock()
-	h.after(0, func() { h.env.SignalWorkflow(SignalRunnerState, rep) })
+	h.signal(SignalRunnerState, rep)
 }
 
 // drain plays a runner's drain: a busy runner finishes its job first (never cancelled).
@@ -364,6 +383,14 @@ func (h *poolHarness) listRunners(_ context.Context, in ListRunnersInput) (ListR
 	return out, nil
 }
 
+// addOrphan makes GitHub list a runner the pool does not know. It takes the lock because the
+// listing activity reads the list on its own goroutine, possibly while this event runs.
+func (h *poolHarness) addOrphan(l RunnerListing) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.extraListed = append(h.extraListed, l)
+}
+
 func (h *poolHarness) ensureClaims(_ context.Context, in EnsureSlotClaimsInput) (EnsureSlotClaimsResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -389,17 +416,14 @@ func (h *poolHarness) status() PoolStatus {
 	return st
 }
 
-func (h *poolHarness) signal(name string, arg any) { h.env.SignalWorkflow(name, arg) }
+// signal sends a signal to the pool.
+func (h *poolHarness) signal(name string, arg any) {
+	h.send(poolMessage{signal: name, arg: arg})
+}
 
 // update sends an update; its outcome is recorded under label when the pool answers.
 func (h *poolHarness) update(label, name string, arg any) {
-	h.env.UpdateWorkflow(name, label, &testsuite.TestUpdateCallback{
-		OnReject: func(e error) { h.setOutcome(label, updateOutcome{rejected: e}) },
-		OnAccept: func() {},
-		OnComplete: func(r any, e error) {
-			h.setOutcome(label, updateOutcome{failed: e, result: r})
-		},
-	}, arg)
+	h.send(poolMessage{update: name, label: label, arg: arg})
 }
 
 // updateOutcome is an update's answer; the test environment hands back the handler's value.

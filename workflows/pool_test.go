@@ -49,7 +49,7 @@ var lifecycleScenario = poolScenario{
 		next.Template.Spec.Containers[0].Image = "runner:2"
 		newHash, oldHash := next.TemplateHash(), spec.TemplateHash()
 		var busy []string
-		h.at(time.Minute, func() { h.extraListed = []RunnerListing{{Name: "linux-zzzz-1", ID: 9, Online: true}} })
+		h.at(time.Minute, func() { h.addOrphan(RunnerListing{Name: "linux-zzzz-1", ID: 9, Online: true}) })
 		h.check(2*time.Minute, "2 idle runners", func(st PoolStatus) bool { return countState(st, RunnerIdle, oldHash) == 2 })
 		h.at(3*time.Minute, func() { h.update("scale", UpdateScale, ScaleRequest{Min: ptr(5)}) })
 		h.check(5*time.Minute, "5 idle runners", func(st PoolStatus) bool { return countState(st, RunnerIdle, oldHash) == 5 })

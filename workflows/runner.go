@@ -235,11 +235,14 @@ func (r *runner) cancelled(ctx workflow.Context) (RunnerResult, error) {
 }
 
 // continueAsNew carries the runner into a new run once every signal and handler is settled.
+// The signals are taken after the wait: a signal that arrived while it waited would otherwise
+// stay in its channel and be lost with this run. (Neither step issues a command, so the order
+// needs no version gate.)
 func (r *runner) continueAsNew(ctx workflow.Context) error {
-	r.drainSignals()
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	r.drainSignals()
 	in := r.in
 	in.Resume = &RunnerResume{
 		Attempt: r.attempt, Registered: r.registered, RunnerID: r.reg.RunnerID,
