@@ -14,25 +14,9 @@ import (
 // burst size come together, so sizes compare at a glance.
 func printTable(w io.Writer, r Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	m := r.Machine
-	fmt.Fprintf(tw, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
-		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
-	kube := "the worker binary's Kubernetes client limit (client-go default: 5 QPS, burst 10)"
-	if o := r.Options; o.KubeQPS > 0 {
-		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
-	}
-	fmt.Fprintf(tw, "bursts with %s; jobs run %.0f s; GitHub budget %d requests/hour\n", kube, r.Options.JobSeconds, r.Options.GitHubBudgetPerHr)
-	fmt.Fprintln(tw, "FIGURE\tMEASURE\tVALUE")
+	printHeader(tw, r)
 	for _, b := range r.Bursts {
-		l := b.Latency
-		fig := fmt.Sprintf("1 scale-up latency, N=%d", b.Jobs)
-		row(tw, fig, "webhook → pool decided to start its runner", pct(l.ToPoolDecision))
-		row(tw, "", "webhook → runner workflow started", pct(l.ToRunnerWorkflow))
-		row(tw, "", "webhook → pod create call", pct(l.ToPodCreate))
-		row(tw, "", "webhook → runner online", pct(l.ToOnline))
-		row(tw, "", "webhook → job started", pct(l.ToStarted))
-		row(tw, "", fmt.Sprintf("all %d jobs started after", b.Jobs), fmt.Sprintf("%.1f s (first webhook sent → last job started)", l.AllStartedSeconds))
-		row(tw, "", "runner lifecycles; stranded runner workflows", fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
+		printLatency(tw, b)
 	}
 	for _, b := range r.Bursts {
 		g := b.GitHub
@@ -60,17 +44,7 @@ func printTable(w io.Writer, r Results) {
 			fmt.Sprintf("%.2f (%d writes / %d runners); %.2f per job", k.PerRunner, k.Writes, b.Runners, k.PerJob))
 		row(tw, "", "by kind", byCount(k.ByKind))
 	}
-	if m := r.Memory; m != nil {
-		row(tw, "5 worker memory", "baseline RSS (no runner workflow)", fmt.Sprintf("%d KiB", m.BaselineRSSKiB))
-		for _, p := range m.Points {
-			state := fmt.Sprintf("set up in %.0f s", p.SetupSeconds)
-			if !p.Complete {
-				state = fmt.Sprintf("INCOMPLETE: %d of %d idle, %d alive after %.0f s", p.Idle, p.Runners, p.Alive, p.SetupSeconds)
-			}
-			row(tw, "", fmt.Sprintf("K=%d idle runner workflows", p.Runners),
-				fmt.Sprintf("RSS %d KiB, %.1f KiB per workflow (%s)", p.RSSKiB, p.KiBPerRunner, state))
-		}
-	}
+	printMemory(tw, r.Memory)
 	if t := r.Throughput; t != nil {
 		row(tw, "6 starter throughput", fmt.Sprintf("offered %d/s, %d sent", t.OfferedPerSecond, t.Sent),
 			fmt.Sprintf("%.1f acked/s, %d acked, %d failed; ack %s", t.AckedPerSecond, t.Acked, t.Failed, pct(t.AckTime)))
@@ -80,6 +54,46 @@ func printTable(w io.Writer, r Results) {
 		row(tw, "FAILED", "", f)
 	}
 	_ = tw.Flush()
+}
+
+// printHeader says where and under which settings the figures were measured.
+func printHeader(w io.Writer, r Results) {
+	m := r.Machine
+	fmt.Fprintf(w, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
+		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
+	kube := "the worker binary's Kubernetes client limit (client-go default: 5 QPS, burst 10)"
+	if o := r.Options; o.KubeQPS > 0 {
+		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
+	}
+	fmt.Fprintf(w, "bursts with %s; jobs run %.0f s; GitHub budget %d requests/hour\n", kube, r.Options.JobSeconds, r.Options.GitHubBudgetPerHr)
+	fmt.Fprintln(w, "FIGURE\tMEASURE\tVALUE")
+}
+
+func printLatency(w io.Writer, b BurstResult) {
+	l := b.Latency
+	row(w, fmt.Sprintf("1 scale-up latency, N=%d", b.Jobs), "webhook → pool decided to start its runner", pct(l.ToPoolDecision))
+	row(w, "", "webhook → runner workflow started", pct(l.ToRunnerWorkflow))
+	row(w, "", "webhook → pod create call", pct(l.ToPodCreate))
+	row(w, "", "webhook → runner online", pct(l.ToOnline))
+	row(w, "", "webhook → job started", pct(l.ToStarted))
+	row(w, "", fmt.Sprintf("all %d jobs started after", b.Jobs), fmt.Sprintf("%.1f s (first webhook sent → last job started)", l.AllStartedSeconds))
+	row(w, "", "runner lifecycles; stranded runner workflows",
+		fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
+}
+
+func printMemory(w io.Writer, m *MemoryResult) {
+	if m == nil {
+		return
+	}
+	row(w, "5 worker memory", "baseline RSS (no runner workflow)", fmt.Sprintf("%d KiB", m.BaselineRSSKiB))
+	for _, p := range m.Points {
+		state := fmt.Sprintf("set up in %.0f s", p.SetupSeconds)
+		if !p.Complete {
+			state = fmt.Sprintf("INCOMPLETE: %d of %d idle, %d alive after %.0f s", p.Idle, p.Runners, p.Alive, p.SetupSeconds)
+		}
+		row(w, "", fmt.Sprintf("K=%d idle runner workflows", p.Runners),
+			fmt.Sprintf("RSS %d KiB, %.1f KiB per workflow (%s)", p.RSSKiB, p.KiBPerRunner, state))
+	}
 }
 
 func row(w io.Writer, figure, measure, value string) {
