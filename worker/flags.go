@@ -18,6 +18,8 @@ import (
 type options struct {
 	temporal        temporalconn.Config
 	kubeconfig      string
+	kubeQPS         float64
+	kubeBurst       int
 	watchNamespace  string
 	githubURL       string
 	appID           int64
@@ -34,6 +36,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	o.temporal.RegisterFlags(fs)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file ($KUBECONFIG); empty means the in-cluster configuration")
+	fs.Float64Var(&o.kubeQPS, "kube-qps", 0, "Kubernetes client requests per second; 0 keeps client-go's default (5)")
+	fs.IntVar(&o.kubeBurst, "kube-burst", 0, "Kubernetes client burst; 0 keeps client-go's default (10)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
 	fs.StringVar(&o.githubURL, "github-url", envOr("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_URL)")
 	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")
@@ -52,6 +56,9 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return workerapp.Config{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
+	if o.kubeQPS < 0 || o.kubeBurst < 0 {
+		return workerapp.Config{}, fmt.Errorf("--kube-qps and --kube-burst must not be negative, got %v and %d", o.kubeQPS, o.kubeBurst)
+	}
 	if o.requestsPerHour <= 0 {
 		return workerapp.Config{}, fmt.Errorf("--github-requests-per-hour must be positive, got %d", o.requestsPerHour)
 	}
@@ -67,6 +74,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 		TemporalAddress: o.temporal.Address, Namespace: o.temporal.Namespace,
 		TemporalTLS: tlsCfg, TemporalCredentials: creds,
 		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
+		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubRequestsPerHour: o.requestsPerHour,
 		MetricsListen:         o.metricsListen,
 		StopTimeout:           o.stopTimeout,

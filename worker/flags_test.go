@@ -96,3 +96,16 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestKubernetesClientLimitFlags(t *testing.T) {
+	cfg, err := parse(t, "--kube-qps=50", "--kube-burst=100").config(env(nil))
+	if err != nil || cfg.KubeQPS != 50 || cfg.KubeBurst != 100 {
+		t.Errorf("--kube-qps=50 --kube-burst=100: qps %v burst %d, %v", cfg.KubeQPS, cfg.KubeBurst, err)
+	}
+	if cfg, err := parse(t).config(env(nil)); err != nil || cfg.KubeQPS != 0 || cfg.KubeBurst != 0 {
+		t.Errorf("defaults: qps %v burst %d (want 0: client-go's), %v", cfg.KubeQPS, cfg.KubeBurst, err)
+	}
+	if _, err := parse(t, "--kube-qps=-1").config(env(nil)); err == nil {
+		t.Error("a negative --kube-qps was accepted")
+	}
+}

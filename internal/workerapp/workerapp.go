@@ -44,6 +44,10 @@ type Config struct {
 	// and without either the in-cluster configuration is used.
 	Kube           *rest.Config
 	KubeconfigPath string
+	// KubeQPS and KubeBurst, when positive, set the Kubernetes client's rate limit; zero keeps
+	// the configuration's (from a kubeconfig or in-cluster: client-go's 5 QPS, burst 10).
+	KubeQPS   float32
+	KubeBurst int
 	// WatchNamespace limits the pod watcher to one namespace; empty watches all.
 	WatchNamespace string
 
@@ -159,6 +163,15 @@ func kubeClient(cfg Config, m *activities.Metrics) (kubernetes.Interface, error)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes configuration: %w", err)
+		}
+	}
+	if cfg.KubeQPS > 0 || cfg.KubeBurst > 0 {
+		restCfg = rest.CopyConfig(restCfg)
+		if cfg.KubeQPS > 0 {
+			restCfg.QPS = cfg.KubeQPS
+		}
+		if cfg.KubeBurst > 0 {
+			restCfg.Burst = cfg.KubeBurst
 		}
 	}
 	if m != nil {
