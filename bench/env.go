@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,9 +54,7 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// client-go logs its throttling waits through klog, to stderr by default.
-	klog.LogToStderr(false)
-	klog.SetOutput(logFile)
+	quietKlog(logFile)
 	e := &env{opts: opts, writes: kubewrites.NewCounter(), online: newOnlineTimes(logger.Handler()), log: logger,
 		logFile: logFile, progress: progress}
 	defer func() {
@@ -95,12 +94,9 @@ func (e *env) startWorker() error {
 	if err != nil {
 		return fmt.Errorf("worker kubeconfig: %w", err)
 	}
-	if e.opts.KubeQPS > 0 {
-		kube.QPS, kube.Burst = float32(e.opts.KubeQPS), e.opts.kubeBurst()
-	}
 	app, err := workerapp.New(workerapp.Config{
 		TemporalAddress: e.world.Temporal.Address, Namespace: e.world.Temporal.Namespace,
-		Kube:                  e.writes.Wrap(kube),
+		Kube: e.writes.Wrap(kube), KubeQPS: float32(e.opts.KubeQPS), KubeBurst: e.opts.kubeBurst(),
 		GitHub:                activities.GitHubConfig{BaseURL: e.world.GitHub.URL(), Token: e.world.GitHubToken},
 		GitHubRequestsPerHour: e.opts.GitHubBudget,
 		Logger:                e.log,
@@ -146,6 +142,17 @@ func (e *env) stop() {
 		klog.Flush()
 		_ = e.logFile.Close()
 	}
+}
+
+// quietKlog sends client-go's klog lines (throttling waits, failed reads) to the log file
+// instead of stderr, errors included.
+func quietKlog(w io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(w)
 }
 
 // openLog creates the log file, or a new one in the temporary directory.

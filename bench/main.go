@@ -47,6 +47,9 @@ type Options struct {
 	// limit; zero keeps what the worker binary has (client-go's default, 5 QPS, burst 10).
 	KubeQPS   float64
 	KubeBurst int
+	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase (burst twice that):
+	// it changes how fast the idle runners come up, not what one costs; 0 keeps the default.
+	MemoryKubeQPS float64
 	// LogPath receives the warnings of the worker and the world's parts; empty means a new
 	// file in the temporary directory.
 	LogPath string
@@ -94,6 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
 	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (client-go default 5)")
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
+	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps client-go's 5")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
@@ -150,8 +154,8 @@ func (o Options) validate() error {
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
 	case o.GitHubBudget <= 0:
 		return errors.New("--github-budget must be positive")
-	case o.KubeQPS < 0 || o.KubeBurst < 0:
-		return errors.New("--kube-qps and --kube-burst must not be negative")
+	case o.KubeQPS < 0 || o.KubeBurst < 0 || o.MemoryKubeQPS < 0:
+		return errors.New("--kube-qps, --kube-burst and --memory-kube-qps must not be negative")
 	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:
 		return errors.New("--rate × --load-duration offers no webhook at all")
 	}
@@ -215,7 +219,7 @@ func summaryOf(o Options) OptionsSummary {
 	return OptionsSummary{
 		Jobs: o.Jobs, IdleRunners: o.Idle, Rate: o.Rate, LoadSeconds: o.LoadDuration.Seconds(),
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
-		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(),
+		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS,
 	}
 }
 

@@ -177,12 +177,17 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 		return nil, err
 	}
 	defer logFile.Close()
-	w.cmd = exec.Command(bin,
+	args := []string{
 		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
 		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
 		"--github-url", e.world.GitHub.URL(), "--github-requests-per-hour", strconv.Itoa(e.opts.GitHubBudget),
 		// Metrics stay on, as in production, on a free port so a second run or the demo never clashes.
-		"--metrics-listen", "127.0.0.1:0")
+		"--metrics-listen", "127.0.0.1:0",
+	}
+	if q := e.opts.MemoryKubeQPS; q > 0 {
+		args = append(args, "--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2*q)))
+	}
+	w.cmd = exec.Command(bin, args...)
 	w.cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+e.world.GitHubToken)
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	if err := w.cmd.Start(); err != nil {

@@ -65,7 +65,8 @@ func printHeader(w io.Writer, r Results) {
 	if o := r.Options; o.KubeQPS > 0 {
 		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
 	}
-	fmt.Fprintf(w, "bursts with %s; jobs run %.0f s; GitHub budget %d requests/hour\n", kube, r.Options.JobSeconds, r.Options.GitHubBudgetPerHr)
+	fmt.Fprintf(w, "bursts with %s; jobs run %.0f s; GitHub budget %d requests/hour; memory phase worker --kube-qps %g\n",
+		kube, r.Options.JobSeconds, r.Options.GitHubBudgetPerHr, r.Options.MemoryKubeQPS)
 	fmt.Fprintln(w, "FIGURE\tMEASURE\tVALUE")
 }
 

@@ -42,6 +42,8 @@ type OptionsSummary struct {
 	// worker binary's (client-go's default).
 	KubeQPS   float64 `json:"kubeQPS"`
 	KubeBurst int     `json:"kubeBurst"`
+	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase; 0 is its default.
+	MemoryKubeQPS float64 `json:"memoryKubeQPS"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.

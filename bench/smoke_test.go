@@ -21,7 +21,7 @@ func TestBenchmarkRunsEndToEnd(t *testing.T) {
 	opts := Options{
 		Jobs: []int{4}, Idle: []int{20}, Rate: 20, LoadDuration: 2 * time.Second,
 		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000,
-		LogPath: filepath.Join(t.TempDir(), "bench.log"),
+		MemoryKubeQPS: 50, LogPath: filepath.Join(t.TempDir(), "bench.log"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
