@@ -87,8 +87,7 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 // startWorker runs runnerflow's worker in this process, as workerapp assembles it for the
 // worker binary, with a transport wrapper counting its Kubernetes writes. Its Kubernetes client
 // configuration is read from the world's kubeconfig file, as the binary's --kubeconfig is, so
-// it has the binary's client settings (the world's own Config raises client-go's rate limit
-// for tests, which the shipped worker does not).
+// it has the binary's client settings (the policy's rate limit, not the world's test Config's).
 func (e *env) startWorker() error {
 	kube, err := clientcmd.BuildConfigFromFlags("", e.world.Kube.KubeconfigPath)
 	if err != nil {

@@ -44,7 +44,7 @@ type Options struct {
 	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
 	WorkerBinary string
 	// KubeQPS and KubeBurst, when set, replace the in-process worker's Kubernetes client rate
-	// limit; zero keeps what the worker binary has (client-go's default, 5 QPS, burst 10).
+	// limit; zero keeps what the worker binary has (the policy default, 50 QPS, burst 100).
 	KubeQPS   float64
 	KubeBurst int
 	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase (burst twice that):
@@ -95,9 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.DurationVar(&opts.PhaseTimeout, "phase-timeout", 30*time.Minute, "bound on each burst, the load phase and each memory step")
 	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double and the worker")
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
-	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (client-go default 5)")
+	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (policy default 50)")
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
-	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps client-go's 5")
+	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (50)")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")

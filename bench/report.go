@@ -61,7 +61,7 @@ func printHeader(w io.Writer, r Results) {
 	m := r.Machine
 	fmt.Fprintf(w, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
 		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
-	kube := "the worker binary's Kubernetes client limit (client-go default: 5 QPS, burst 10)"
+	kube := "the worker binary's Kubernetes client limit (policy default: 50 QPS, burst 100)"
 	if o := r.Options; o.KubeQPS > 0 {
 		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
 	}

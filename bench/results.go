@@ -39,7 +39,7 @@ type OptionsSummary struct {
 	JobSeconds        float64 `json:"jobSeconds"`
 	GitHubBudgetPerHr int     `json:"githubBudgetPerHour"`
 	// KubeQPS and KubeBurst are the in-process worker's Kubernetes client limit; 0 is the
-	// worker binary's (client-go's default).
+	// worker binary's (the policy default).
 	KubeQPS   float64 `json:"kubeQPS"`
 	KubeBurst int     `json:"kubeBurst"`
 	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase; 0 is its default.

@@ -36,8 +36,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	o.temporal.RegisterFlags(fs)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file ($KUBECONFIG); empty means the in-cluster configuration")
-	fs.Float64Var(&o.kubeQPS, "kube-qps", 0, "Kubernetes client requests per second; 0 keeps client-go's default (5)")
-	fs.IntVar(&o.kubeBurst, "kube-burst", 0, "Kubernetes client burst; 0 keeps client-go's default (10)")
+	fs.Float64Var(&o.kubeQPS, "kube-qps", 0, "Kubernetes client requests per second (0: the policy default, 50)")
+	fs.IntVar(&o.kubeBurst, "kube-burst", 0, "Kubernetes client burst (0: the policy default, 100)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
 	fs.StringVar(&o.githubURL, "github-url", envOr("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_URL)")
 	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")

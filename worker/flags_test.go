@@ -103,7 +103,7 @@ func TestKubernetesClientLimitFlags(t *testing.T) {
 		t.Errorf("--kube-qps=50 --kube-burst=100: qps %v burst %d, %v", cfg.KubeQPS, cfg.KubeBurst, err)
 	}
 	if cfg, err := parse(t).config(env(nil)); err != nil || cfg.KubeQPS != 0 || cfg.KubeBurst != 0 {
-		t.Errorf("defaults: qps %v burst %d (want 0: client-go's), %v", cfg.KubeQPS, cfg.KubeBurst, err)
+		t.Errorf("defaults: qps %v burst %d (want 0: the policy default), %v", cfg.KubeQPS, cfg.KubeBurst, err)
 	}
 	if _, err := parse(t, "--kube-qps=-1").config(env(nil)); err == nil {
 		t.Error("a negative --kube-qps was accepted")

@@ -5,15 +5,17 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// The Kubernetes client's rate limit is client-go's unless KubeQPS/KubeBurst say otherwise, and
+// The Kubernetes client's rate limit is the policy's unless KubeQPS/KubeBurst say otherwise, and
 // the caller's configuration is never modified.
 func TestKubeClientRateLimit(t *testing.T) {
 	for _, tc := range []struct {
 		qps  float32
 		want float32
-	}{{0, rest.DefaultQPS}, {50, 50}} {
+	}{{0, workflows.DefaultKubernetesQPS}, {20, 20}} {
 		given := &rest.Config{Host: "https://127.0.0.1:1"}
 		c, err := kubeClient(Config{Kube: given, KubeQPS: tc.qps, KubeBurst: 100}, nil)
 		if err != nil {

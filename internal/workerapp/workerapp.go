@@ -45,7 +45,8 @@ type Config struct {
 	Kube           *rest.Config
 	KubeconfigPath string
 	// KubeQPS and KubeBurst, when positive, set the Kubernetes client's rate limit; zero keeps
-	// the configuration's (from a kubeconfig or in-cluster: client-go's 5 QPS, burst 10).
+	// the configuration's own, and where that is unset too (a kubeconfig or in-cluster
+	// configuration never sets it) the policy's DefaultKubernetesQPS / DefaultKubernetesBurst.
 	KubeQPS   float32
 	KubeBurst int
 	// WatchNamespace limits the pod watcher to one namespace; empty watches all.
@@ -165,17 +166,10 @@ func kubeClient(cfg Config, m *activities.Metrics) (kubernetes.Interface, error)
 			return nil, fmt.Errorf("kubernetes configuration: %w", err)
 		}
 	}
-	if cfg.KubeQPS > 0 || cfg.KubeBurst > 0 {
-		restCfg = rest.CopyConfig(restCfg)
-		if cfg.KubeQPS > 0 {
-			restCfg.QPS = cfg.KubeQPS
-		}
-		if cfg.KubeBurst > 0 {
-			restCfg.Burst = cfg.KubeBurst
-		}
-	}
+	restCfg = rest.CopyConfig(restCfg) // the caller's configuration is never modified
+	restCfg.QPS = firstPositive(cfg.KubeQPS, restCfg.QPS, workflows.DefaultKubernetesQPS)
+	restCfg.Burst = int(firstPositive(float32(cfg.KubeBurst), float32(restCfg.Burst), workflows.DefaultKubernetesBurst))
 	if m != nil {
-		restCfg = rest.CopyConfig(restCfg) // the caller's configuration stays unwrapped
 		restCfg.Wrap(m.KubernetesTransport)
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
@@ -290,4 +284,14 @@ func (a *App) close() {
 		a.temporal.Close()
 		a.ownClient = false
 	}
+}
+
+// firstPositive returns the first of values that is above zero (the last one otherwise).
+func firstPositive(values ...float32) float32 {
+	for _, v := range values {
+		if v > 0 {
+			return v
+		}
+	}
+	return values[len(values)-1]
 }
