@@ -7,37 +7,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/runnerflow/runnerflow/internal/metrics"
 )
 
-// documentedMetric is one row of the table in docs/metrics.md.
-type documentedMetric struct {
-	kind   string
-	labels []string
-}
-
-var metricRow = regexp.MustCompile("^\\| `(runnerflow_[a-z0-9_]+)` \\| (gauge|counter|histogram) \\| ([^|]*)\\|")
-
 // readMetricsDoc parses the metrics table of docs/metrics.md.
-func readMetricsDoc(t *testing.T) map[string]documentedMetric {
+func readMetricsDoc(t *testing.T) map[string]metrics.DocumentedSeries {
 	t.Helper()
 	data, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]documentedMetric{}
-	for _, line := range strings.Split(string(data), "\n") {
-		m := metricRow.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var labels []string
-		for _, l := range strings.Split(m[3], ",") {
-			if l = strings.Trim(strings.TrimSpace(l), "`"); l != "" {
-				labels = append(labels, l)
-			}
-		}
-		out[m[1]] = documentedMetric{kind: m[2], labels: labels}
-	}
+	out := metrics.ParseDoc(data)
 	if len(out) == 0 {
 		t.Fatal("docs/metrics.md lists no runnerflow_ metric")
 	}
@@ -93,12 +74,12 @@ var (
 
 // documentedName maps a series in a query to its documented metric: histograms are queried
 // through their _bucket, _sum and _count series.
-func documentedName(series string, doc map[string]documentedMetric) (string, bool) {
+func documentedName(series string, doc map[string]metrics.DocumentedSeries) (string, bool) {
 	if _, ok := doc[series]; ok {
 		return series, true
 	}
 	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(series, suffix); ok && doc[base].kind == "histogram" {
+		if base, ok := strings.CutSuffix(series, suffix); ok && doc[base].Kind == "histogram" {
 			return base, true
 		}
 	}
@@ -121,12 +102,12 @@ func TestDashboardShowsEveryDocumentedMetricByItsLabels(t *testing.T) {
 					continue
 				}
 				shown[name] = true
-				labels = append(labels, doc[name].labels...)
+				labels = append(labels, doc[name].Labels...)
 			}
 			for _, m := range selector.FindAllStringSubmatch(target.Expr, -1) {
 				name, _ := documentedName(m[1], doc)
 				for _, lm := range matcher.FindAllStringSubmatch(m[2], -1) {
-					if !slices.Contains(doc[name].labels, lm[1]) && !(lm[1] == "le" && name != m[1]) {
+					if !slices.Contains(doc[name].Labels, lm[1]) && !(lm[1] == "le" && name != m[1]) {
 						t.Errorf("panel %q selects %s by label %q, which docs/metrics.md does not give it", p.Title, m[1], lm[1])
 					}
 				}

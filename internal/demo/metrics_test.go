@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/internal/metrics"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -190,8 +190,6 @@ func gatherByName(t *testing.T, sys *System) map[string]*dto.MetricFamily {
 // sdkWorkflowTags are the labels the Temporal SDK adds to every metric a workflow records.
 var sdkWorkflowTags = []string{"namespace", "task_queue", "workflow_type", "worker_type", "activity_type", "client_name"}
 
-var docRow = regexp.MustCompile("^\\| `(runnerflow_[a-z0-9_]+)` \\| (gauge|counter|histogram) \\| ([^|]*)\\|")
-
 // checkDocumented holds the registry's runnerflow_ series to docs/metrics.md: each is listed
 // with its type and labels (workflow metrics also carry the SDK's workflow tags), and every
 // listed series that this run must have produced is there. Then the linter runs over them.
@@ -210,8 +208,8 @@ func checkDocumented(t *testing.T, sys *System) {
 			t.Errorf("%s is exported but not in docs/metrics.md", name)
 			continue
 		}
-		if got := strings.ToLower(f.GetType().String()); got != d.kind {
-			t.Errorf("%s is a %s, documented as a %s", name, got, d.kind)
+		if got := strings.ToLower(f.GetType().String()); got != d.Kind {
+			t.Errorf("%s is a %s, documented as a %s", name, got, d.Kind)
 		}
 		for _, m := range f.GetMetric() {
 			var labels []string
@@ -221,8 +219,8 @@ func checkDocumented(t *testing.T, sys *System) {
 				}
 			}
 			slices.Sort(labels)
-			if !slices.Equal(labels, d.labels) {
-				t.Errorf("%s has labels %v, documented %v", name, labels, d.labels)
+			if !slices.Equal(labels, d.Labels) {
+				t.Errorf("%s has labels %v, documented %v", name, labels, d.Labels)
 				break
 			}
 		}
@@ -243,32 +241,13 @@ func checkDocumented(t *testing.T, sys *System) {
 	}
 }
 
-type documented struct {
-	kind   string
-	labels []string
-}
-
-func readMetricsDoc(t *testing.T) map[string]documented {
+func readMetricsDoc(t *testing.T) map[string]metrics.DocumentedSeries {
 	t.Helper()
 	data, err := os.ReadFile("../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]documented{}
-	for _, line := range strings.Split(string(data), "\n") {
-		m := docRow.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		var labels []string
-		for _, l := range strings.Split(m[3], ",") {
-			if l = strings.Trim(strings.TrimSpace(l), "`"); l != "" {
-				labels = append(labels, l)
-			}
-		}
-		slices.Sort(labels)
-		out[m[1]] = documented{kind: m[2], labels: labels}
-	}
+	out := metrics.ParseDoc(data)
 	if len(out) == 0 {
 		t.Fatal("docs/metrics.md lists no runnerflow_ series")
 	}
