@@ -79,15 +79,12 @@ func (e *env) idlePoint(ctx context.Context, w *workerProcess, ns string, k, bas
 	step, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
 	defer cancel()
 	began := time.Now()
-	pools, err := e.scaleIdlePools(step, ns, k)
-	if err != nil {
-		return MemoryPoint{}, err
-	}
-	waitErr := e.waitIdle(step, ns, pools, k, w)
+	pools, waitErr := e.scaleIdlePools(step, ns, k, w)
 	if waitErr != nil && (ctx.Err() != nil || step.Err() == nil) {
 		return MemoryPoint{}, waitErr // interrupted, or failed for another reason than time
 	}
 	p := MemoryPoint{Runners: k, Complete: waitErr == nil, SetupSeconds: round1(time.Since(began).Seconds())}
+	var err error
 	if p.RSSKiB, err = w.settledRSS(ctx); err != nil {
 		return p, err
 	}
@@ -102,17 +99,24 @@ func (e *env) idlePoint(ctx context.Context, w *workerProcess, ns string, k, bas
 }
 
 // scaleIdlePools applies pools holding k runners in all, at most MaxPoolReplicas each (min =
-// max, so each pool keeps exactly its share), and returns their names.
-func (e *env) scaleIdlePools(ctx context.Context, ns string, k int) ([]string, error) {
-	var specs []workflows.PoolSpec
+// max, so each pool keeps exactly its share), and waits until they are idle. Pools are applied
+// one after another, each once the runners before it are idle: a pool's first decision starts
+// all its runners at once, and several such pools together keep a 2-core worker busy past
+// `starter apply`'s wait for the apply update. It returns the pools' names.
+func (e *env) scaleIdlePools(ctx context.Context, ns string, k int, w *workerProcess) ([]string, error) {
 	var names []string
-	for i := 0; i*workflows.MaxPoolReplicas < k; i++ {
-		n := min(k-i*workflows.MaxPoolReplicas, workflows.MaxPoolReplicas)
+	for i, want := 0, 0; want < k; i++ {
+		n := min(k-want, workflows.MaxPoolReplicas)
 		name := fmt.Sprintf("idle-%d", i+1)
-		specs = append(specs, poolSpec(name, idleOrg, ns, n, n))
-		names = append(names, name)
+		names, want = append(names, name), want+n
+		if err := e.apply(ctx, poolSpec(name, idleOrg, ns, n, n)); err != nil {
+			return names, err
+		}
+		if err := e.waitIdle(ctx, ns, names, want, w); err != nil {
+			return names, err
+		}
 	}
-	return names, e.apply(ctx, specs...)
+	return names, nil
 }
 
 // waitIdle waits until k runners are idle: online and not busy at GitHub, their pods Running,
