@@ -192,9 +192,25 @@ func poolSpec(name, org, ns string, minR, maxR int) workflows.PoolSpec {
 // jobLabels are the runs-on of every benchmark job, and the labels of every benchmark pool.
 var jobLabels = []string{"self-hosted", "linux"}
 
+// applyAttempts bounds the retries of one pool's apply.
+const applyAttempts = 5
+
+// apply applies the specs one at a time, trying one again when it fails: apply is idempotent
+// (update-with-start), and a worker busy bringing up a thousand runners can take longer than
+// the apply's own call timeout to accept the update.
 func (e *env) apply(ctx context.Context, specs ...workflows.PoolSpec) error {
-	if _, err := poolcli.Apply(ctx, e.c, specs); err != nil {
-		return fmt.Errorf("apply pools: %w", err)
+	for _, spec := range specs {
+		var err error
+		for attempt := 1; attempt <= applyAttempts; attempt++ {
+			if _, err = poolcli.Apply(ctx, e.c, []workflows.PoolSpec{spec}); err == nil || ctx.Err() != nil {
+				break
+			}
+			e.log.Warn("apply failed; trying again", "pool", spec.Name, "attempt", attempt, "error", err)
+			time.Sleep(2 * time.Second)
+		}
+		if err != nil {
+			return fmt.Errorf("apply pools: %w", err)
+		}
 	}
 	return nil
 }
