@@ -86,9 +86,14 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	case RunnerBusy:
 		r.Busy = true
 		p.st.Failures = 0
+		if rep.JobID != 0 && rep.JobID != r.JobID {
+			p.endJob(r) // a persistent runner that took its next job before reporting idle
+			r.JobID = rep.JobID
+		}
 	case RunnerIdle:
 		r.Busy = false
 		p.st.Failures = 0
+		p.endJob(r)
 	case RunnerPending, RunnerRegistering:
 		r.Busy = false
 	}
@@ -105,6 +110,7 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 		return
 	}
 	now := workflow.Now(p.ctx)
+	p.endJob(&p.st.Runners[i])
 	p.st.Runners = slices.Delete(p.st.Runners, i, i+1)
 	p.st.Finished = appendBounded(p.st.Finished, FinishedRunner{Name: name, State: state, At: now, Reason: reason}, PoolFinishedKept)
 	p.st.Totals.Finished++
@@ -116,6 +122,27 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 		p.logger.Warn("Runner failed", "runner", name, "reason", reason, "backoff", backoff)
 	}
 	p.changed = true
+}
+
+// Pool change ids (workflow.GetVersion), one line each:
+//   - changeEndJobWithRunner (1): a job's reservation ends when the runner that ran it leaves
+//     it, and an in_progress event on another pool's runner ends it too; before, only the
+//     completed webhook (or expiry) ended it, so a finished runner was replaced for a job that
+//     was already done.
+const changeEndJobWithRunner = "end-job-with-runner"
+
+// endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
+// left that job, so it needs no capacity any more, whether or not its completed webhook came.
+// The job is remembered as done, so a late queued event for it reserves nothing.
+func (p *pool) endJob(r *PoolRunner) {
+	job := r.JobID
+	r.JobID = 0
+	if job == 0 || workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	now := workflow.Now(p.ctx)
+	ended := ReservationBatch{Events: []WorkflowJobEvent{{JobID: job, Action: JobCompleted}}}
+	p.st.Reserved, _ = ApplyReservationBatch(p.st.Reserved, ended, p.reservationParams(now))
 }
 
 func appendBounded[T any](list []T, v T, limit int) []T {
@@ -235,9 +262,17 @@ func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) 
 func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationBatchResult, error) {
 	now := workflow.Now(p.ctx)
 	var res ReservationBatchResult
-	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, p.reservationParams(now))
+	params := p.reservationParams(now)
+	if hasAction(batch, JobInProgress) && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
+		params.Pool = p.st.Spec.Name
+	}
+	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, params)
 	p.changed = true
 	return res, nil
+}
+
+func hasAction(batch ReservationBatch, action string) bool {
+	return slices.ContainsFunc(batch.Events, func(ev WorkflowJobEvent) bool { return ev.Action == action })
 }
 
 // status answers QueryStatus from the recorded state and the last decision.

@@ -74,6 +74,8 @@ type simRunner struct {
 	state      RunnerState
 	busy       bool
 	drainAfter bool
+	// job is the job a busy runner runs, when the scenario named it.
+	job int64
 }
 
 // poolEvent is either a step (fn), fired when it runs, or one message to the pool (msg),
@@ -290,13 +292,38 @@ func runnerNameOf(workflowID string) string {
 	return workflowID[strings.LastIndex(workflowID, "/")+1:]
 }
 
-// report signals a runner's state to the pool, as the runner workflow does.
+// report signals a runner's state to the pool, as the runner workflow does (a busy runner
+// names its job when it knows it).
 func (h *poolHarness) report(name string, state RunnerState, reason string) {
 	h.mu.Lock()
 	r := h.sim[name]
 	rep := RunnerStateReport{Runner: name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot, Reason: reason}
+	if state == RunnerBusy {
+		rep.JobID = r.job
+	}
 	h.mu.Unlock()
 	h.signal(SignalRunnerState, rep)
+}
+
+// startJobsWithIDs puts the jobs on idle runners (by name), one each, and returns the runners.
+func (h *poolHarness) startJobsWithIDs(jobs ...int64) []string {
+	h.mu.Lock()
+	var idle []string
+	for name, r := range h.sim {
+		if r.state == RunnerIdle {
+			idle = append(idle, name)
+		}
+	}
+	slices.Sort(idle)
+	idle = idle[:min(len(jobs), len(idle))]
+	for i, name := range idle {
+		h.sim[name].state, h.sim[name].busy, h.sim[name].job = RunnerBusy, true, jobs[i]
+	}
+	h.mu.Unlock()
+	for _, name := range idle {
+		h.report(name, RunnerBusy, "")
+	}
+	return idle
 }
 
 // drain plays a runner's drain: a busy runner finishes its job first (never cancelled).

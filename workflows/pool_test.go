@@ -132,6 +132,46 @@ var reservationsScenario = poolScenario{
 	},
 }
 
+// oneRunnerPerJobScenario: ephemeral runners end as soon as their jobs are done, before the
+// completed webhooks reach the pool (they come minutes late, out of order). The runner's end
+// ends its job's reservation, so no runner is started for a job that is already over; a job
+// taken by another pool's runner ends its reservation here too.
+var oneRunnerPerJobScenario = poolScenario{
+	name: "one runner per job: runners end before their completed events",
+	setup: func(h *poolHarness) (PoolSpec, time.Duration) {
+		spec := poolTestSpec()
+		spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(10), ptr(true)
+		var busy []string
+		h.at(time.Minute, func() { h.update("queued", UpdateReservations, reserve(JobQueued, 201, 202, 203, 204)) })
+		h.check(2*time.Minute, "a runner per queued job", func(st PoolStatus) bool { return countState(st, RunnerIdle, "") == 4 })
+		h.at(2*time.Minute+time.Second, func() { busy = h.startJobsWithIDs(201, 202, 203, 204) })
+		h.at(3*time.Minute, func() { h.finishJobs(busy) })
+		h.check(4*time.Minute, "jobs done, runners gone, nothing reserved: no replacement", func(st PoolStatus) bool {
+			return len(st.Runners) == 0 && st.Reservations == 0
+		})
+		h.at(6*time.Minute, func() { h.update("completed", UpdateReservations, reserve(JobCompleted, 204, 202, 201, 203)) })
+		h.at(6*time.Minute+time.Second, func() { h.update("queued-late", UpdateReservations, reserve(JobQueued, 203)) })
+		// Job 301 is queued here but another pool's runner takes it.
+		h.at(7*time.Minute, func() { h.update("queued-301", UpdateReservations, reserve(JobQueued, 301)) })
+		h.at(7*time.Minute+time.Second, func() {
+			h.update("taken-elsewhere", UpdateReservations, ReservationBatch{Events: []WorkflowJobEvent{
+				{DeliveryID: "in-progress-301", JobID: 301, Action: JobInProgress, RunnerName: "other-abcd-1"},
+			}})
+		})
+		h.check(8*time.Minute, "the job served elsewhere holds nothing here", func(st PoolStatus) bool { return st.Reservations == 0 })
+		return spec, 30 * time.Minute
+	},
+	verify: func(t *testing.T, h *poolHarness, end PoolStatus) {
+		if len(end.Runners) != 0 || end.Reservations != 0 {
+			t.Errorf("end: %s, %d reservations; want none", describeRunners(end), end.Reservations)
+		}
+		// 4 for the 4 jobs, at most 1 for job 301 before another pool's runner took it.
+		if end.Totals.Started > 5 || h.stats.jobsCompleted != 4 {
+			t.Errorf("started %d runners for 4 jobs here (+1 served elsewhere), %d jobs completed", end.Totals.Started, h.stats.jobsCompleted)
+		}
+	},
+}
+
 var operatorScenario = poolScenario{
 	name: "pause, resume, drain",
 	setup: func(h *poolHarness) (PoolSpec, time.Duration) {
@@ -209,7 +249,7 @@ var statefulScenario = poolScenario{
 // Every scenario runs once straight through and again with continue-as-new forced at several
 // points; the end must be the same.
 func TestPoolScenariosAcrossContinueAsNew(t *testing.T) {
-	for _, sc := range []poolScenario{lifecycleScenario, reservationsScenario, operatorScenario, statefulScenario} {
+	for _, sc := range []poolScenario{lifecycleScenario, reservationsScenario, oneRunnerPerJobScenario, operatorScenario, statefulScenario} {
 		t.Run(sc.name, func(t *testing.T) {
 			var baseline string
 			for _, canAfter := range []int{0, 1, 2, 3, 5, 8, 13} {

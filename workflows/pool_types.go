@@ -157,6 +157,9 @@ type PoolRunner struct {
 	RunnerID    int64  `json:"runnerId,omitempty"`
 	// Listed is the runner's status in the last runner listing that mentioned it.
 	Listed *RunnerStatusSignal `json:"listed,omitempty"`
+	// JobID is the job the runner reported it runs; its reservation ends when the runner
+	// leaves the job (reports idle, takes another job, or ends).
+	JobID int64 `json:"jobId,omitempty"`
 }
 
 // FinishedRunner remembers a runner that ended, for status and to tell late listings from orphans.

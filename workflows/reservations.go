@@ -16,6 +16,11 @@ type ReservationParams struct {
 	// are waiting for capacity and get their expiry clock restarted, so a long backlog does not
 	// expire while it waits. A negative value means no limit.
 	MaxReplicas int
+	// Pool is the pool whose book this is. When set, an in_progress event naming a runner that
+	// is not one of this pool's ends the job's reservation here: another pool's runner (or a
+	// runner runnerflow does not run) took the job, so no runner of this pool will. Empty keeps
+	// the rule off (histories recorded before the rule existed).
+	Pool string
 }
 
 // Active counts the reservations that still hold capacity at now. A reservation expiring
@@ -39,9 +44,12 @@ func (s ReservationState) Active(now time.Time) int {
 //     reservation, or whose completion was already seen, adds nothing;
 //   - completed removes that job's own reservation (never another job's) and remembers the job
 //     for ReleasedJobMemory, so a queued event delivered after its completion adds nothing;
-//   - waiting and in_progress change nothing: a waiting job cannot use a runner until it is
-//     approved (GitHub then sends queued), and an in-progress job keeps its reservation until
-//     it completes, as in ARC;
+//   - waiting changes nothing: a waiting job cannot use a runner until it is approved (GitHub
+//     then sends queued);
+//   - in_progress on one of this pool's runners changes nothing here: the job keeps its
+//     reservation until it completes or the runner that runs it leaves it (the pool ends it
+//     then, from the runner's report); in_progress on any other runner ends the reservation
+//     (with Pool set), because the job is served elsewhere;
 //   - reservations whose expiry is at or before Now are dropped;
 //   - reservations beyond MaxReplicas, in job-id order (GitHub's job ids grow with queue time,
 //     so the oldest jobs are the ones being served), restart their expiry clock from Now with
@@ -74,6 +82,10 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 			if book.release(ev.JobID, p.Now) {
 				res.Released++
 			}
+		case JobInProgress:
+			if servedElsewhere(ev, p.Pool) && book.release(ev.JobID, p.Now) {
+				res.Released++
+			}
 		}
 	}
 	res.Expired = book.dropExpired(p.Now)
@@ -81,6 +93,16 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 	out := book.state()
 	res.Active = out.Active(p.Now)
 	return out, res
+}
+
+// servedElsewhere reports whether an in_progress event names a runner that is not one of
+// pool's. An event that names no runner says nothing about who serves the job.
+func servedElsewhere(ev WorkflowJobEvent, pool string) bool {
+	if pool == "" || ev.RunnerName == "" {
+		return false
+	}
+	owner, ok := PoolFromRunnerName(ev.RunnerName)
+	return !ok || owner != pool
 }
 
 // reservationBook is the working copy of a ReservationState while a batch is applied. The

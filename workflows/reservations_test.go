@@ -26,6 +26,7 @@ func TestApplyReservationBatch(t *testing.T) {
 	const d = 10 * time.Minute
 	p := ReservationParams{Now: t0, Duration: d, MaxReplicas: -1}
 	withMax := func(max int) ReservationParams { q := p; q.MaxReplicas = max; return q }
+	withPool := func(pool string) ReservationParams { q := p; q.Pool = pool; return q }
 	forget := t0.Add(ReleasedJobMemory)
 
 	tests := []struct {
@@ -112,12 +113,39 @@ func TestApplyReservationBatch(t *testing.T) {
 		},
 		result: ReservationBatchResult{Released: 1, Active: 1},
 	}, {
-		name:   "waiting and in_progress change nothing",
+		name:   "waiting and in_progress change nothing without the pool's name (histories before the rule)",
 		state:  ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d)}},
-		batch:  batchOf(WorkflowJobEvent{JobID: 2, Action: JobWaiting}, WorkflowJobEvent{JobID: 1, Action: JobInProgress, RunnerName: "pool-abcd-1"}),
+		batch:  batchOf(WorkflowJobEvent{JobID: 2, Action: JobWaiting}, WorkflowJobEvent{JobID: 1, Action: JobInProgress, RunnerName: "other-abcd-1"}),
 		params: p,
 		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d)}},
 		result: ReservationBatchResult{Active: 1},
+	}, {
+		name:   "in_progress on one of the pool's own runners keeps the reservation (the runner ends it)",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d)}},
+		batch:  batchOf(WorkflowJobEvent{JobID: 1, Action: JobInProgress, RunnerName: "pool-abcd-1"}),
+		params: withPool("pool"),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d)}},
+		result: ReservationBatchResult{Active: 1},
+	}, {
+		name:  "in_progress on another pool's runner, or a runner runnerflow does not run, ends the reservation",
+		state: ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d), res(2, t0.Add(d), d), res(3, t0.Add(d), d)}},
+		batch: batchOf(
+			WorkflowJobEvent{JobID: 1, Action: JobInProgress, RunnerName: "other-abcd-1"},
+			WorkflowJobEvent{JobID: 2, Action: JobInProgress, RunnerName: "GitHub Actions 5"},
+			WorkflowJobEvent{JobID: 3, Action: JobInProgress}, // names no runner: says nothing
+		),
+		params: withPool("pool"),
+		want: ReservationState{
+			Reservations: []Reservation{res(3, t0.Add(d), d)},
+			Released:     []ReleasedJob{rel(1, forget), rel(2, forget)},
+		},
+		result: ReservationBatchResult{Released: 2, Active: 1},
+	}, {
+		name:   "in_progress elsewhere before the queued event: the late queued reserves nothing",
+		batch:  batchOf(WorkflowJobEvent{JobID: 4, Action: JobInProgress, RunnerName: "other-abcd-1"}, queued(4)),
+		params: withPool("pool"),
+		want:   ReservationState{Released: []ReleasedJob{rel(4, forget)}},
+		result: ReservationBatchResult{},
 	}, {
 		name:   "expiry exactly at now is dropped; one nanosecond later still counts",
 		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0.Add(time.Nanosecond), d), res(3, t0.Add(-time.Second), d)}},

@@ -21,7 +21,10 @@ import (
 // with one line below per change, and a history recorded with the new code added to testdata/
 // (runner_replay_test.go replays every file there).
 //
-// Change ids: none yet; this is the first version.
+// Change ids:
+//   - changeReportJob (1): a busy runner that learns its job after it reported busy (busy seen
+//     first in a listing) reports again with the job, so the pool can end that job's reservation
+//     when the runner leaves it.
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
@@ -53,6 +56,8 @@ type runner struct {
 	state      RunnerState
 	reason     string
 	obs        RunnerObservations
+	// reportedJob is the job last reported to the pool with the busy state.
+	reportedJob int64
 
 	sources []signalSource
 	wake    workflow.Channel
@@ -79,7 +84,7 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 	if res := in.Resume; res != nil {
 		r.attempt, r.registered, r.podUID = res.Attempt, res.Registered, res.PodUID
 		r.reg = RegisterRunnerOutput{RunnerID: res.RunnerID, SecretName: res.SecretName, RunnerURL: res.RunnerURL}
-		r.state, r.obs = res.State, res.Observed
+		r.state, r.obs, r.reportedJob = res.State, res.Observed, res.ReportedJob
 		r.in.Resume = nil
 	}
 	r.sources = r.signalSources(ctx)
@@ -247,7 +252,7 @@ func (r *runner) continueAsNew(ctx workflow.Context) error {
 	in.Resume = &RunnerResume{
 		Attempt: r.attempt, Registered: r.registered, RunnerID: r.reg.RunnerID,
 		SecretName: r.reg.SecretName, RunnerURL: r.reg.RunnerURL, PodUID: r.podUID,
-		State: r.state, Observed: r.obs,
+		State: r.state, Observed: r.obs, ReportedJob: r.reportedJob,
 	}
 	return workflow.NewContinueAsNewError(ctx, RunnerWorkflowType, in)
 }
@@ -256,20 +261,42 @@ func (r *runner) continueAsNew(ctx workflow.Context) error {
 // pool, once per change. A runner started without a pool (no pool workflow) reports to no one.
 func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string) {
 	if state == r.state {
-		// Same state: nothing to tell the pool; a new reason is kept for the next report.
+		// Same state: nothing to tell the pool, unless a busy runner now knows its job; a new
+		// reason is kept for the next report.
 		if reason != "" {
 			r.reason = reason
+		}
+		if r.jobNews(state) && r.in.Pool != "" &&
+			workflow.GetVersion(ctx, changeReportJob, workflow.DefaultVersion, 1) >= 1 {
+			r.report(ctx, state, r.reason)
 		}
 		return
 	}
 	r.state, r.reason = state, reason
 	r.upsertSearchAttributes(ctx)
+	r.report(ctx, state, reason)
+}
+
+// changeReportJob gates the extra busy report that carries a job learned after busy.
+const changeReportJob = "report-job-to-pool"
+
+// jobNews is true when a busy runner knows a job it has not reported to the pool yet.
+func (r *runner) jobNews(state RunnerState) bool {
+	return state == RunnerBusy && r.obs.JobID != 0 && r.obs.JobID != r.reportedJob
+}
+
+// report tells the pool the runner's state (and, while busy, its job). A runner started
+// without a pool (no pool workflow) reports to no one.
+func (r *runner) report(ctx workflow.Context, state RunnerState, reason string) {
 	if r.in.Pool == "" {
 		return
 	}
 	report := RunnerStateReport{
 		Runner: r.in.Name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot,
 		RunnerID: r.reg.RunnerID, Reason: reason,
+	}
+	if state == RunnerBusy {
+		report.JobID, r.reportedJob = r.obs.JobID, r.obs.JobID
 	}
 	// Waiting for delivery keeps the pool's view in order: the next report leaves only after
 	// this one arrived.

@@ -41,6 +41,8 @@ type RunnerResume struct {
 	// State is the state last reported to the pool.
 	State    RunnerState        `json:"state"`
 	Observed RunnerObservations `json:"observed"`
+	// ReportedJob is the job last reported to the pool with the busy state.
+	ReportedJob int64 `json:"reportedJob,omitempty"`
 }
 
 // RunnerObservations is what a runner workflow knows about its pod and its GitHub runner. Signal

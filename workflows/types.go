@@ -133,6 +133,10 @@ type RunnerStateReport struct {
 	Slot         int         `json:"slot,omitempty"`
 	RunnerID     int64       `json:"runnerId,omitempty"`
 	Reason       string      `json:"reason,omitempty"`
+	// JobID is the job a busy runner runs (from the in_progress notice), so the pool can end
+	// that job's reservation when the runner leaves it, without waiting for the completed
+	// webhook. Zero while the job is not known (busy seen only in a runner listing).
+	JobID int64 `json:"jobId,omitempty"`
 }
 
 // PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.

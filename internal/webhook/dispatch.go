@@ -19,7 +19,9 @@ import (
 //   - queued: reserve, through the routed pool's scale window;
 //   - completed: release, through the same window (and the window of the pool whose runner ran
 //     the job, if that is another pool), and tell the runner workflow its job is done;
-//   - in_progress: tell the runner workflow it is busy;
+//   - in_progress: tell the runner workflow it is busy; when the runner is not one of the
+//     routed pool's (another pool's, or not runnerflow's), also tell the routed pool's window,
+//     so that pool ends the job's reservation instead of starting a runner it no longer needs;
 //   - waiting and anything else: nothing (a waiting job needs no runner until approved).
 //
 // Runner notices go straight to the runner workflow rather than through the window: the
@@ -31,27 +33,27 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	case workflows.JobCompleted:
 		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
 	case workflows.JobInProgress:
-		return h.toRunner(ctx, je, workflows.SignalJobStarted)
+		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobStarted))
 	}
 	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}
 }
 
-// toWindows routes the event to its pool and signals-with-start that pool's scale window; a
-// completion also goes to the pool of the runner that ran the job when that differs.
+// toWindows routes the event to its pool and signals-with-start that pool's scale window (see
+// windowTargets for which windows an event concerns).
 func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 	pool, ok, err := h.cfg.Pools.Route(ctx, je.target)
 	if err != nil {
 		return temporalAnswer(err, "listing pools")
 	}
-	targets := []string{}
+	routed := ""
 	if ok {
-		targets = append(targets, pool.Name)
+		routed = pool.Name
 	}
-	if runnerPool, _, named := je.runnerWorkflow(); named && je.event.Action == workflows.JobCompleted &&
-		runnerPool != pool.Name && h.knownPool(runnerPool) {
-		targets = append(targets, runnerPool)
-	}
+	targets := h.windowTargets(je, routed)
 	if len(targets) == 0 {
+		if je.event.Action == workflows.JobInProgress {
+			return answer{http.StatusOK, OutcomeIgnored, "no reservation to end"}
+		}
 		return answer{http.StatusOK, OutcomeUnrouted, "no pool serves this job's repository and labels"}
 	}
 	for _, p := range targets {
@@ -60,6 +62,34 @@ func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 		}
 	}
 	return answer{http.StatusAccepted, OutcomeAccepted, "pool " + strings.Join(targets, ", ")}
+}
+
+// windowTargets names the pools whose reservations an event changes: queued reserves in the
+// routed pool; completed releases in the routed pool and in the pool of the runner that ran
+// the job when that is another pool; in_progress releases in the routed pool only when the
+// job went to a runner that is not the routed pool's (the routed pool's own runner reports
+// its job to its pool itself).
+func (h *Handler) windowTargets(je jobEvent, routed string) []string {
+	runnerPool, _, named := je.runnerWorkflow()
+	var targets []string
+	switch je.event.Action {
+	case workflows.JobQueued:
+		if routed != "" {
+			targets = append(targets, routed)
+		}
+	case workflows.JobCompleted:
+		if routed != "" {
+			targets = append(targets, routed)
+		}
+		if named && runnerPool != routed && h.knownPool(runnerPool) {
+			targets = append(targets, runnerPool)
+		}
+	case workflows.JobInProgress:
+		if routed != "" && je.event.RunnerName != "" && (!named || runnerPool != routed) {
+			targets = append(targets, routed)
+		}
+	}
+	return targets
 }
 
 // knownPool reports whether the table holds a pool of that name.
