@@ -65,12 +65,34 @@ const (
 // ---- GitHub API budget ----
 
 const (
-	// DefaultGitHubRequestsPerHour: GitHub's standard budget for a token or App installation.
-	DefaultGitHubRequestsPerHour = 5000
-	// GitHubBudgetShare: runnerflow's activities may use this share of the budget; the rest is
-	// left for retries, the starter's operators and other tools sharing the credential.
+	// DefaultGitHubPointsPerMinute: GitHub's secondary rate limit on REST calls, per credential:
+	// 900 points a minute (a GET costs 1 point; a POST, PATCH, PUT or DELETE 5). This, not the
+	// hourly budget, is what GitHub enforces on a burst; GitHub Enterprise Server administrators
+	// may configure their own (the worker's --github-points-per-minute).
+	DefaultGitHubPointsPerMinute = 900
+	// GitHubWritePoints is what one write costs against the secondary limit. The GitHub task
+	// queue is paced as if every activity were one write, so any mix of calls stays inside it.
+	GitHubWritePoints = 5
+	// GitHubPaceShare keeps the task-queue pace a little below the limit: the server's rate
+	// limiter lets about a second's worth of tasks through at once on top of the steady pace.
+	GitHubPaceShare = 0.95
+	// GitHubBudgetShare: runnerflow spends this share of the credential's hourly (primary)
+	// budget, as GitHub reports it in X-RateLimit-Limit; the rest is the reserve left for
+	// retries, operators and other tools on the same credential. At the reserve, GitHub work
+	// waits for X-RateLimit-Reset (a RateLimited error with that retry delay) instead of failing.
 	GitHubBudgetShare = 0.8
 )
+
+// GitHubActivitiesPerSecond converts the secondary limit (points a minute; zero means
+// DefaultGitHubPointsPerMinute) into the GitHub task queue's rate limit
+// (TaskQueueActivitiesPerSecond), which the Temporal server enforces across all worker replicas
+// together: on github.com, 2.85 activities a second, about 170 registrations a minute.
+func GitHubActivitiesPerSecond(pointsPerMinute int) float64 {
+	if pointsPerMinute <= 0 {
+		pointsPerMinute = DefaultGitHubPointsPerMinute
+	}
+	return float64(pointsPerMinute) / 60 / GitHubWritePoints * GitHubPaceShare
+}
 
 // ---- Kubernetes API client ----
 
@@ -83,16 +105,6 @@ const (
 	DefaultKubernetesQPS   = 50
 	DefaultKubernetesBurst = 100
 )
-
-// GitHubActivitiesPerSecond converts an hourly API budget into the task-queue rate limit that
-// the workers declare (TaskQueueActivitiesPerSecond), which the Temporal server enforces across
-// all worker replicas together.
-func GitHubActivitiesPerSecond(requestsPerHour int) float64 {
-	if requestsPerHour <= 0 {
-		requestsPerHour = DefaultGitHubRequestsPerHour
-	}
-	return float64(requestsPerHour) * GitHubBudgetShare / 3600
-}
 
 // ---- Activity options ----
 
@@ -192,17 +204,19 @@ const (
 )
 
 // ReservationUpdatePolicy: the scale window's update to its pool waits for the pool to apply
-// the batch (a pool busy continuing-as-new may take a moment). Retries are safe: the update id
-// is the window's run id and the batch is keyed by job, so re-applying it changes nothing. After
-// ScheduleToClose the reservations would have expired anyway, so the window gives up.
+// the batch (a pool busy continuing-as-new may take a moment, a pool whose worker is down may
+// take an hour). Retries are safe: the update id names the window's run and batch, and the batch
+// is keyed by job, so re-applying it changes nothing. There is no ScheduleToClose: the events
+// were acknowledged to GitHub, which will not send them again, so the window holds its batch
+// until the pool takes it (only a pool that no longer exists, or refuses the batch, ends the
+// wait). Retries add nothing to the window's history; the UI shows the pending attempt.
 var ReservationUpdatePolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: DefaultReservationDuration,
+	TaskQueue:           TaskQueue,
+	StartToCloseTimeout: 30 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        200 * time.Millisecond,
 		BackoffCoefficient:     2,
-		MaximumInterval:        10 * time.Second,
+		MaximumInterval:        30 * time.Second,
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }

@@ -62,9 +62,16 @@ type UpdatePoolReservationsInput struct {
 // completes it, and the server refuses to complete a run that has unseen signals, no event is
 // lost between windows.
 //
+// The window that opens on an idle pool (not one carried on from a busy window) hands its
+// opening events to the pool at once, so the first job of a quiet pool waits for no window;
+// the events after them are batched as before.
+//
 // Job-started and job-completed notifications for runner workflows do not pass through here:
 // the starter signals the runner workflow directly, so a runner learns it is busy without the
 // window's delay and without adding to the window's history.
+//
+// Change ids (workflow.GetVersion), one line each:
+//   - changeOpenAtOnce (1): the opening batch of an idle pool's window is applied at once.
 func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
 	if in.Pool == "" {
 		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)
@@ -90,8 +97,24 @@ type scaleWindow struct {
 	// events is the batch in arrival order; seen holds its dedupe keys (lookup only).
 	events []WorkflowJobEvent
 	seen   map[string]bool
+	// sent counts the events already handed to the pool; events[sent:] are still held.
+	sent   int
 	result ScaleWindowResult
 	logger log.Logger
+}
+
+// changeOpenAtOnce gates applying an idle pool's opening events without waiting the window.
+const changeOpenAtOnce = "open-at-once"
+
+// ScaleWindowStatus answers the window's status query: what it holds and whether the pool
+// has taken it yet (a window whose pool is unreachable keeps its events and says so here).
+type ScaleWindowStatus struct {
+	Pool string `json:"pool"`
+	// Events counts the distinct events of this run; Held those not yet taken by the pool.
+	Events int `json:"events"`
+	Held   int `json:"held"`
+	// Applied sums the pool's answers so far.
+	Applied ReservationBatchResult `json:"applied"`
 }
 
 // run reads as the window's steps.
@@ -99,13 +122,22 @@ func (w *scaleWindow) run(ctx workflow.Context) (ScaleWindowResult, error) {
 	for _, ev := range w.in.Carried {
 		w.add(ev)
 	}
+	if err := w.setupQuery(ctx); err != nil {
+		return w.result, err
+	}
 	if !w.awaitFirstEvent(ctx) {
 		return w.result, nil
+	}
+	if len(w.in.Carried) == 0 && workflow.GetVersion(ctx, changeOpenAtOnce, workflow.DefaultVersion, 1) >= 1 {
+		w.drainInto(&w.events)
+		w.applyToPool(ctx, "/opening")
 	}
 	w.collect(ctx)
 	w.drainInto(&w.events)
 	w.result.Events = len(w.events)
-	w.applyToPool(ctx)
+	if w.sent < len(w.events) {
+		w.applyToPool(ctx, "")
+	}
 	next := w.drainNext()
 	if len(next) == 0 {
 		return w.result, nil
@@ -197,23 +229,40 @@ func (w *scaleWindow) isNew(ev WorkflowJobEvent) bool {
 	return true
 }
 
-// applyToPool sends the batch as one update to the pool. A failure is recorded, not returned:
-// the events still waiting in the channel must reach the next window, and a lost batch costs
-// at most reservations that would have expired anyway.
-func (w *scaleWindow) applyToPool(ctx workflow.Context) {
+// applyToPool sends the events not yet sent as one update to the pool; suffix tells this run's
+// updates apart (the update id deduplicates retries of the same update). The update is retried
+// for as long as the pool is unreachable (ReservationUpdatePolicy): these events were
+// acknowledged to GitHub, which will not send them again. Only a pool that no longer exists or
+// refuses the batch fails it; that is recorded, not returned, so the events still waiting in
+// the channel reach the next window.
+func (w *scaleWindow) applyToPool(ctx workflow.Context, suffix string) {
 	info := workflow.GetInfo(ctx)
-	id := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID
+	id := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID + suffix
+	batch := w.events[w.sent:]
 	out, err := updatePoolReservations(ctx, UpdatePoolReservationsInput{
 		Pool:     w.in.Pool,
 		UpdateID: id,
-		Batch:    ReservationBatch{WindowID: id, Events: w.events},
+		Batch:    ReservationBatch{WindowID: id, Events: batch},
 	})
+	w.sent = len(w.events)
 	if err != nil {
 		w.result.UpdateError = err.Error()
-		w.logger.Error("pool did not take the scale window's batch", "events", len(w.events), "error", err)
+		w.logger.Error("pool did not take the scale window's batch", "events", len(batch), "error", err)
 		return
 	}
-	w.result.Applied = out
+	w.result.Applied.Added += out.Added
+	w.result.Applied.Released += out.Released
+	w.result.Applied.Expired += out.Expired
+	w.result.Applied.Active = out.Active
+}
+
+// setupQuery answers QueryStatus with what the window holds.
+func (w *scaleWindow) setupQuery(ctx workflow.Context) error {
+	return workflow.SetQueryHandler(ctx, QueryStatus, func() (ScaleWindowStatus, error) {
+		return ScaleWindowStatus{
+			Pool: w.in.Pool, Events: len(w.events), Held: len(w.events) - w.sent, Applied: w.result.Applied,
+		}, nil
+	})
 }
 
 // updatePoolReservations is the typed call of ActivityUpdatePoolReservations.
