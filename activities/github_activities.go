@@ -46,12 +46,22 @@ func (a *GitHubActivities) GetRunner(ctx context.Context, in workflows.RunnerRef
 // RemoveRunner removes a runner's registration. GitHub answers 422 while the runner runs a job:
 // that is RunnerBusy, retried by the workflow's policy until the job ends. A runner already
 // gone (404; GitHub removes an ephemeral runner after its job) is success.
+//
+// With the id known it is one DELETE (a 404 says the same as a GET would); only a runner whose
+// id was never learned (registration-token mode) is looked up by name first.
 func (a *GitHubActivities) RemoveRunner(ctx context.Context, in workflows.RunnerRef) (workflows.RemoveRunnerOutput, error) {
-	r, found, err := a.findRunner(ctx, in)
-	if err != nil || !found {
-		return workflows.RemoveRunnerOutput{}, err
+	if err := in.Scope.Validate(); err != nil {
+		return workflows.RemoveRunnerOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
 	}
-	err = a.GitHub.RemoveRunner(ctx, in.Scope, r.ID)
+	id := in.RunnerID
+	if id == 0 {
+		r, found, err := a.findRunner(ctx, in)
+		if err != nil || !found {
+			return workflows.RemoveRunnerOutput{}, err
+		}
+		id = r.ID
+	}
+	err := a.GitHub.RemoveRunner(ctx, in.Scope, id)
 	if isGitHubStatus(err, http.StatusNotFound) {
 		return workflows.RemoveRunnerOutput{}, nil
 	}
@@ -138,8 +148,12 @@ func classifyGitHubError(call githubCall, err error) error {
 		rateLimit *github.RateLimitError
 		abuse     *github.AbuseRateLimitError
 		resp      *github.ErrorResponse
+		reserve   *BudgetReserveError
 	)
 	switch {
+	case errors.As(err, &reserve):
+		// Refused here, not by GitHub: the hour's budget is down to the share kept for others.
+		return retryAfter(msg, workflows.ErrRateLimited, time.Until(reserve.Reset))
 	case errors.As(err, &rateLimit):
 		// go-github also returns this without calling GitHub while it knows the budget is spent.
 		return retryAfter(msg, workflows.ErrRateLimited, time.Until(rateLimit.Rate.Reset.Time))

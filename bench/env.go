@@ -97,7 +97,7 @@ func (e *env) startWorker() error {
 		TemporalAddress: e.world.Temporal.Address, Namespace: e.world.Temporal.Namespace,
 		Kube: e.writes.Wrap(kube), KubeQPS: float32(e.opts.KubeQPS), KubeBurst: e.opts.kubeBurst(),
 		GitHub:                activities.GitHubConfig{BaseURL: e.world.GitHub.URL(), Token: e.world.GitHubToken},
-		GitHubRequestsPerHour: e.opts.GitHubBudget,
+		GitHubPointsPerMinute: e.opts.GitHubPointsPerMinute,
 		Logger:                e.log,
 	})
 	if err != nil {

@@ -41,6 +41,9 @@ type Options struct {
 	// GitHubBudget is the double's and the worker's API budget per hour: far above GitHub's
 	// 5000 by default, so the figures show runnerflow and this machine, not the rate limit.
 	GitHubBudget int
+	// GitHubPointsPerMinute is the secondary rate limit of the double and the worker's pace
+	// (GitHub's is 900 points a minute; a registration costs 5).
+	GitHubPointsPerMinute int
 	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
 	WorkerBinary string
 	// KubeQPS and KubeBurst, when set, replace the in-process worker's Kubernetes client rate
@@ -93,7 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.DurationVar(&opts.LoadDuration, "load-duration", 10*time.Second, "how long the webhook load lasts")
 	fs.DurationVar(&opts.JobDuration, "job-duration", 5*time.Second, "how long a simulated job runs")
 	fs.DurationVar(&opts.PhaseTimeout, "phase-timeout", 30*time.Minute, "bound on each burst, the load phase and each memory step")
-	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double and the worker")
+	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double (the worker reads it from the double's answers)")
+	fs.IntVar(&opts.GitHubPointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the double and the worker's pace (GitHub: 900)")
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
 	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (policy default 50)")
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
@@ -152,8 +156,8 @@ func (o Options) validate() error {
 		return errors.New("--rate must be positive")
 	case o.LoadDuration <= 0 || o.JobDuration <= 0 || o.PhaseTimeout <= 0:
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
-	case o.GitHubBudget <= 0:
-		return errors.New("--github-budget must be positive")
+	case o.GitHubBudget <= 0 || o.GitHubPointsPerMinute <= 0:
+		return errors.New("--github-budget and --github-points-per-minute must be positive")
 	case o.KubeQPS < 0 || o.KubeBurst < 0 || o.MemoryKubeQPS < 0:
 		return errors.New("--kube-qps, --kube-burst and --memory-kube-qps must not be negative")
 	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:

@@ -184,7 +184,7 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 	args := []string{
 		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
 		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
-		"--github-url", e.world.GitHub.URL(), "--github-requests-per-hour", strconv.Itoa(e.opts.GitHubBudget),
+		"--github-url", e.world.GitHub.URL(), "--github-points-per-minute", strconv.Itoa(e.opts.GitHubPointsPerMinute),
 		// Metrics stay on, as in production, on a free port so a second run or the demo never clashes.
 		"--metrics-listen", "127.0.0.1:0",
 	}

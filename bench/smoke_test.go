@@ -20,7 +20,7 @@ import (
 func TestBenchmarkRunsEndToEnd(t *testing.T) {
 	opts := Options{
 		Jobs: []int{4}, Idle: []int{20}, Rate: 20, LoadDuration: 2 * time.Second,
-		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000,
+		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000, GitHubPointsPerMinute: 900,
 		MemoryKubeQPS: 50, LogPath: filepath.Join(t.TempDir(), "bench.log"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -25,7 +25,7 @@ type options struct {
 	appID           int64
 	installationID  int64
 	appKeyFile      string
-	requestsPerHour int
+	pointsPerMinute int
 	metricsListen   string
 	stopTimeout     time.Duration
 	logLevel        string
@@ -43,7 +43,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")
 	fs.Int64Var(&o.installationID, "github-installation-id", 0, "GitHub App installation id")
 	fs.StringVar(&o.appKeyFile, "github-app-key-file", "", "GitHub App private key, PEM file")
-	fs.IntVar(&o.requestsPerHour, "github-requests-per-hour", workflows.DefaultGitHubRequestsPerHour, "GitHub API budget of the credential; all worker replicas together use at most 80% of it")
+	fs.IntVar(&o.pointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the credential (points a minute; a write costs 5): the pace of GitHub calls across all worker replicas; the hourly budget is read from GitHub's answers")
 	fs.StringVar(&o.metricsListen, "metrics-listen", ":9090", "address serving /metrics, /healthz and /readyz; empty turns it off")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -59,8 +59,8 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if o.kubeQPS < 0 || o.kubeBurst < 0 {
 		return workerapp.Config{}, fmt.Errorf("--kube-qps and --kube-burst must not be negative, got %v and %d", o.kubeQPS, o.kubeBurst)
 	}
-	if o.requestsPerHour <= 0 {
-		return workerapp.Config{}, fmt.Errorf("--github-requests-per-hour must be positive, got %d", o.requestsPerHour)
+	if o.pointsPerMinute <= 0 {
+		return workerapp.Config{}, fmt.Errorf("--github-points-per-minute must be positive, got %d", o.pointsPerMinute)
 	}
 	tlsCfg, err := o.temporal.TLSConfig()
 	if err != nil {
@@ -75,7 +75,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 		TemporalTLS: tlsCfg, TemporalCredentials: creds,
 		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
-		GitHubRequestsPerHour: o.requestsPerHour,
+		GitHubPointsPerMinute: o.pointsPerMinute,
 		MetricsListen:         o.metricsListen,
 		StopTimeout:           o.stopTimeout,
 		Logger:                slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),

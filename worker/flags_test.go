@@ -29,7 +29,7 @@ func TestFlagsMakeTheWorkerConfig(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "")
 	o := parse(t, "--temporal-address=temporal:7233", "--namespace=ci", "--kubeconfig=/kube/config",
 		"--watch-namespace=runnerflow", "--github-url=https://ghe.example.com/api/v3/",
-		"--github-requests-per-hour=15000", "--metrics-listen=:9191", "--stop-timeout=45s")
+		"--github-points-per-minute=1500", "--metrics-listen=:9191", "--stop-timeout=45s")
 	cfg, err := o.config(env(map[string]string{"GITHUB_TOKEN": "ghp_token\n"}))
 	if err != nil {
 		t.Fatal(err)
@@ -43,8 +43,8 @@ func TestFlagsMakeTheWorkerConfig(t *testing.T) {
 	if cfg.GitHub.BaseURL != "https://ghe.example.com/api/v3/" || cfg.GitHub.Token != "ghp_token" || cfg.GitHub.AppID != 0 {
 		t.Errorf("github: %q token %t app %d", cfg.GitHub.BaseURL, cfg.GitHub.Token == "ghp_token", cfg.GitHub.AppID)
 	}
-	if cfg.GitHubRequestsPerHour != 15000 || cfg.MetricsListen != ":9191" || cfg.StopTimeout != 45*time.Second || cfg.Logger == nil {
-		t.Errorf("budget %d metrics %q stop %s", cfg.GitHubRequestsPerHour, cfg.MetricsListen, cfg.StopTimeout)
+	if cfg.GitHubPointsPerMinute != 1500 || cfg.MetricsListen != ":9191" || cfg.StopTimeout != 45*time.Second || cfg.Logger == nil {
+		t.Errorf("budget %d metrics %q stop %s", cfg.GitHubPointsPerMinute, cfg.MetricsListen, cfg.StopTimeout)
 	}
 }
 
@@ -67,8 +67,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.GitHubRequestsPerHour != workflows.DefaultGitHubRequestsPerHour || cfg.MetricsListen != ":9090" || cfg.GitHub.BaseURL != "https://api.github.com/" {
-		t.Errorf("defaults: budget %d metrics %q github %q", cfg.GitHubRequestsPerHour, cfg.MetricsListen, cfg.GitHub.BaseURL)
+	if cfg.GitHubPointsPerMinute != workflows.DefaultGitHubPointsPerMinute || cfg.MetricsListen != ":9090" || cfg.GitHub.BaseURL != "https://api.github.com/" {
+		t.Errorf("defaults: budget %d metrics %q github %q", cfg.GitHubPointsPerMinute, cfg.MetricsListen, cfg.GitHub.BaseURL)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestTemporalAPIKeyFromTheEnvironment(t *testing.T) {
 func TestBadSettingsAreRefused(t *testing.T) {
 	for want, args := range map[string][]string{
 		"--log-level":                {"--log-level=loud"},
-		"--github-requests-per-hour": {"--github-requests-per-hour=0"},
+		"--github-points-per-minute": {"--github-points-per-minute=0"},
 		"--temporal-tls-key":         {"--temporal-tls-cert=/tls/cert.pem"},
 		"temporal TLS CA":            {"--temporal-tls-ca=/nonexistent/ca.pem"},
 	} {

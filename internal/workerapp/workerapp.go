@@ -54,9 +54,10 @@ type Config struct {
 
 	// GitHub configures the GitHub client (token or App, API base URL).
 	GitHub activities.GitHubConfig
-	// GitHubRequestsPerHour is the API budget the GitHub task queue's rate limit is derived
-	// from; zero means GitHub's standard 5000.
-	GitHubRequestsPerHour int
+	// GitHubPointsPerMinute is the credential's secondary rate limit, which the GitHub task
+	// queue's rate limit is derived from; zero means GitHub's 900. (The hourly budget is read
+	// from GitHub's answers: activities.GitHubBudget.)
+	GitHubPointsPerMinute int
 
 	// Register, when set, adds more workflows and activities to the workflow worker
 	// (TaskQueue), e.g. test doubles or features not yet assembled here.
@@ -116,7 +117,11 @@ func New(cfg Config) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	gh, err := activities.NewGitHubClient(a.cfg.GitHub)
+	// The hour's budget is kept above the counting transport: a call refused at the reserve
+	// never reaches GitHub, so it is not counted as a request.
+	ghCfg := a.cfg.GitHub
+	ghCfg.Transport = (&activities.GitHubBudget{}).Wrap(ghCfg.Transport)
+	gh, err := activities.NewGitHubClient(ghCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +221,7 @@ func (a *App) buildWorkers() {
 	}
 	gh := worker.New(a.temporal, workflows.GitHubTaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DisableWorkflowWorker: true,
-		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubRequestsPerHour),
+		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 	})
 	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
 	a.workers = []worker.Worker{main, gh}
@@ -259,7 +264,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 	}
 	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
-		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubRequestsPerHour))
+		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute))
 	var err error
 	select {
 	case <-ctx.Done():
