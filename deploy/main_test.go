@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/runnerflow/runnerflow/deploy"
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 // The API server is started by the first test that needs it and shared by the package; the

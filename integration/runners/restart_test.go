@@ -1,4 +1,4 @@
-package integration
+package runners
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/simulator"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

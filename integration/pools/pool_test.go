@@ -1,4 +1,4 @@
-package poolintegration
+package pools
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -1,9 +1,9 @@
-// Package poolintegration tests the pool workflow end to end in the real test world: a real
+// Package pools tests the pool workflow end to end in the real test world: a real
 // Temporal server, a real kube-apiserver, the GitHub double through go-github, the runner
 // simulator, and the worker as workerapp assembles it, with the real runner workflow and
 // activities. Pools are applied with `starter apply`'s code and operated with the real
 // `temporal` CLI.
-package poolintegration
+package pools
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/activities"
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
-	"github.com/runnerflow/runnerflow/internal/simulator"
-	"github.com/runnerflow/runnerflow/internal/testworld"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

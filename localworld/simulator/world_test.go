@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
-	"github.com/runnerflow/runnerflow/internal/simulator"
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 // kube is the API server shared by the package's tests; each test has its own namespace,

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/webhook"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -1,9 +1,9 @@
-// Package webhookintegration tests the webhook path end to end in the real test world: the
+// Package webhooks tests the webhook path end to end in the real test world: the
 // GitHub double sends signed workflow_job webhooks to the starter's intake (internal/webhook,
 // served over HTTP), which feeds the scale-window workflows that update the real pool workflows,
 // all run by the worker as workerapp assembles it against a real Temporal server and
 // kube-apiserver.
-package webhookintegration
+package webhooks
 
 import (
 	"context"
@@ -21,10 +21,10 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/runnerflow/runnerflow/activities"
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/testworld"
 	"github.com/runnerflow/runnerflow/internal/webhook"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 var world *testworld.World

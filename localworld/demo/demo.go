@@ -11,9 +11,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/poolspec"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

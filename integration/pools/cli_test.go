@@ -1,4 +1,4 @@
-package poolintegration
+package pools
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

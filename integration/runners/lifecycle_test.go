@@ -1,4 +1,4 @@
-package integration
+package runners
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/kubewrites"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/kubewrites"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 func TestParsePath(t *testing.T) {

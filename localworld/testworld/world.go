@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/simulator"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

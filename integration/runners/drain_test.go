@@ -1,4 +1,4 @@
-package integration
+package runners
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/simulator"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -1,4 +1,4 @@
-package integration
+package runners
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
 var managedSelector = runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue

@@ -14,9 +14,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.temporal.io/sdk/client"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/metrics"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

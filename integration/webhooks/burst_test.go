@@ -1,4 +1,4 @@
-package webhookintegration
+package webhooks
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/internal/webhook"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -25,9 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/internal/metrics"
-	"github.com/runnerflow/runnerflow/internal/testworld"
 	"github.com/runnerflow/runnerflow/internal/webhook"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 // RunnerNamespace is where the demo's pools put their runners (pools.yaml says so too).
