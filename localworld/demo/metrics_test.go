@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,9 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.temporal.io/sdk/client"
 
-	"github.com/runnerflow/runnerflow/internal/metrics"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/metricsdoc"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -195,7 +194,7 @@ var sdkWorkflowTags = []string{"namespace", "task_queue", "workflow_type", "work
 // listed series that this run must have produced is there. Then the linter runs over them.
 func checkDocumented(t *testing.T, sys *System) {
 	t.Helper()
-	doc := readMetricsDoc(t)
+	doc := metricsdoc.Read(t, "../../docs/metrics.md")
 	fams := gatherByName(t, sys)
 	var names []string
 	for name, f := range fams {
@@ -239,19 +238,6 @@ func checkDocumented(t *testing.T, sys *System) {
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-}
-
-func readMetricsDoc(t *testing.T) map[string]metrics.DocumentedSeries {
-	t.Helper()
-	data, err := os.ReadFile("../../docs/metrics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := metrics.ParseDoc(data)
-	if len(out) == 0 {
-		t.Fatal("docs/metrics.md lists no runnerflow_ series")
-	}
-	return out
 }
 
 // checkGitHubCounts compares the worker's request counter with the double's own count of the

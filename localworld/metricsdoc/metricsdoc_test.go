@@ -1,4 +1,4 @@
-package metrics
+package metricsdoc
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseDocReadsTableRowsOnly(t *testing.T) {
-	doc := ParseDoc([]byte("# Metrics\n" +
+	doc := Parse([]byte("# Metrics\n" +
 		"| metric | type | labels | meaning |\n| --- | --- | --- | --- |\n" +
 		"| `runnerflow_pool_runners` | gauge | `state`, `pool` | runners by state |\n" +
 		"| `runnerflow_github_rate_limit_remaining` | gauge | | budget left |\n" +
