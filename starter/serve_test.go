@@ -80,6 +80,7 @@ func TestServe(t *testing.T) {
 	expect(t, http.MethodGet, addrs["webhook"]+"/healthz", nil, http.StatusOK)
 	expect(t, http.MethodGet, addrs["metrics"]+"/healthz", nil, http.StatusOK)
 	expect(t, http.MethodGet, addrs["webhook"]+"/readyz", nil, http.StatusServiceUnavailable)
+	expect(t, http.MethodGet, addrs["metrics"]+"/readyz", nil, http.StatusServiceUnavailable)
 	body := `{"zen":"Design for failure.","hook_id":1}`
 	ping := map[string]string{"X-GitHub-Event": "ping", "Content-Type": "application/json",
 		"X-Hub-Signature-256": githubdouble.Sign("file secret", []byte(body))}
