@@ -22,7 +22,9 @@ import (
 
 // Defaults where neither a flag, the environment nor a profile says otherwise: a local dev server.
 const (
-	DefaultAddress   = "127.0.0.1:7233"
+	// DefaultAddress is the dev server's frontend.
+	DefaultAddress = "127.0.0.1:7233"
+	// DefaultNamespace is the namespace every Temporal server has.
 	DefaultNamespace = "default"
 )
 
