@@ -8,8 +8,8 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
-	"github.com/runnerflow/runnerflow/internal/kubewrites"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/kubewrites"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

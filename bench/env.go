@@ -17,12 +17,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/runnerflow/runnerflow/activities"
-	"github.com/runnerflow/runnerflow/internal/kubewrites"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
-	"github.com/runnerflow/runnerflow/internal/testworld"
 	"github.com/runnerflow/runnerflow/internal/webhook"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/kubewrites"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

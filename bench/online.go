@@ -9,7 +9,7 @@ import (
 )
 
 // simulatorOnlineMessage is the line the runner simulator logs, with the runner's name, at the
-// moment its runner has connected to the GitHub double (internal/simulator, connect). Nothing
+// moment its runner has connected to the GitHub double (localworld/simulator, connect). Nothing
 // else in the test world knows that moment: GitHub sends no webhook when a runner comes
 // online, and the double forgets an ephemeral runner with its job. The smoke test fails if
 // the line stops arriving.

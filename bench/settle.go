@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
 const (

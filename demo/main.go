@@ -1,7 +1,7 @@
 // Command demo runs runnerflow on this machine: the test world (Temporal dev server with its
 // Web UI, a real kube-apiserver, the GitHub double, the runner simulator), the worker and the
 // starter's webhook intake, two example pools and a burst of jobs; it prints progress and the
-// measured latencies, then keeps the UI up until Ctrl-C. The logic is in internal/demo.
+// measured latencies, then keeps the UI up until Ctrl-C. The logic is in localworld/demo.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/runnerflow/runnerflow/internal/demo"
+	"github.com/runnerflow/runnerflow/localworld/demo"
 )
 
 func main() {

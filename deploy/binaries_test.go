@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,9 +103,10 @@ func parseFlagHelp(text string) map[string]flagHelp {
 	return flags
 }
 
-// envVarsRead collects the environment variable names a main package and the module's
-// packages it imports directly read: string literals that look like variable names and are
-// passed to os.Getenv, os.LookupEnv or a helper whose name says env.
+// envVarsRead collects the environment variable names a main package, the module's packages
+// it imports directly and the libraries in envReadingLibraries that those import read: string
+// literals that look like variable names and are passed to os.Getenv, os.LookupEnv or a helper
+// whose name says env.
 func envVarsRead(t *testing.T, dir string) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
@@ -124,18 +126,36 @@ func envVarsRead(t *testing.T, dir string) map[string]bool {
 				t.Fatalf("%s: %v", f, err)
 			}
 			collectEnvNames(file, names)
-			if i == 0 {
-				for _, imp := range file.Imports {
-					p, _ := strconv.Unquote(imp.Path.Value)
-					if rel, ok := strings.CutPrefix(p, "github.com/runnerflow/runnerflow/"); ok && !seen[rel] {
-						seen[rel] = true
-						dirs = append(dirs, filepath.Join("..", rel))
-					}
+			for _, imp := range file.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if seen[p] {
+					continue
+				}
+				if rel, ok := strings.CutPrefix(p, "github.com/runnerflow/runnerflow/"); ok && i == 0 {
+					seen[p] = true
+					dirs = append(dirs, filepath.Join("..", rel))
+				} else if slices.Contains(envReadingLibraries, p) {
+					seen[p] = true
+					dirs = append(dirs, packageDir(t, p))
 				}
 			}
 		}
 	}
 	return names
+}
+
+// envReadingLibraries read environment variables on the binaries' behalf: the SDK's envconfig
+// reads the temporal CLI's TEMPORAL_* variables for internal/temporalconn.
+var envReadingLibraries = []string{"go.temporal.io/sdk/contrib/envconfig"}
+
+// packageDir is the folder of an imported package's source, in the module cache.
+func packageDir(t *testing.T, pkg string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{2,}$`)

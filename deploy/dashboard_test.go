@@ -8,22 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerflow/runnerflow/internal/metrics"
+	"github.com/runnerflow/runnerflow/localworld/metricsdoc"
 )
-
-// readMetricsDoc parses the metrics table of docs/metrics.md.
-func readMetricsDoc(t *testing.T) map[string]metrics.DocumentedSeries {
-	t.Helper()
-	data, err := os.ReadFile("../docs/metrics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := metrics.ParseDoc(data)
-	if len(out) == 0 {
-		t.Fatal("docs/metrics.md lists no runnerflow_ metric")
-	}
-	return out
-}
 
 type dashboard struct {
 	UID        string  `json:"uid"`
@@ -74,7 +60,7 @@ var (
 
 // documentedName maps a series in a query to its documented metric: histograms are queried
 // through their _bucket, _sum and _count series.
-func documentedName(series string, doc map[string]metrics.DocumentedSeries) (string, bool) {
+func documentedName(series string, doc map[string]metricsdoc.Series) (string, bool) {
 	if _, ok := doc[series]; ok {
 		return series, true
 	}
@@ -89,7 +75,7 @@ func documentedName(series string, doc map[string]metrics.DocumentedSeries) (str
 // Every documented metric has a panel, and every panel queries documented metrics by
 // documented labels only, so the dashboard and docs/metrics.md cannot drift apart.
 func TestDashboardShowsEveryDocumentedMetricByItsLabels(t *testing.T) {
-	doc := readMetricsDoc(t)
+	doc := metricsdoc.Read(t, "../docs/metrics.md")
 	d := readDashboard(t)
 	shown := map[string]bool{}
 	for _, p := range d.Panels {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/runnerflow/runnerflow/activities"
 	"github.com/runnerflow/runnerflow/deploy"
-	"github.com/runnerflow/runnerflow/internal/githubdouble"
 	"github.com/runnerflow/runnerflow/internal/poolspec"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

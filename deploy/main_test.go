@@ -1,17 +1,23 @@
 package deploy_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/runnerflow/runnerflow/deploy"
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 // The API server is started by the first test that needs it and shared by the package; the
@@ -82,4 +88,35 @@ func applyBase(t *testing.T) []*unstructured.Unstructured {
 		t.Fatalf("apply the base: %v", baseErr)
 	}
 	return baseApplied
+}
+
+// decode splits a YAML stream into objects, skipping empty documents; a document that is not
+// an object with a name fails the test.
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if obj.GetName() == "" {
+			return nil, fmt.Errorf("document %d (%s): metadata.name is required", i, obj.GetKind())
+		}
+		objs = append(objs, obj)
+	}
 }

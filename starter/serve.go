@@ -11,11 +11,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -106,58 +106,59 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	go h.Pools().Run(ctx)
-	servers := []namedServer{{"webhook", f.listen, h.Routes()}}
-	if f.metricsListen != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("GET /healthz", webhook.Healthy)
-		mux.HandleFunc("GET /readyz", h.Ready)
-		servers = append(servers, namedServer{"metrics", f.metricsListen, mux})
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("webhook listener: %w", err)
 	}
-	return serveAll(ctx, servers, stdout, logger)
+	var metricsServer *metrics.Server
+	if f.metricsListen != "" {
+		// The same listener as the worker's: /metrics, /healthz and /readyz.
+		if metricsServer, err = metrics.Listen(f.metricsListen, metrics.Handler(reg, h.Ready), logger); err != nil {
+			ln.Close()
+			return err
+		}
+		fmt.Fprintf(stdout, "metrics listening on %s\n", metricsServer.Addr())
+	}
+	fmt.Fprintf(stdout, "webhook listening on %s\n", ln.Addr())
+	return serve(ctx, ln, webhookServer(h.Routes(), logger), metricsServer)
 }
 
-type namedServer struct {
-	name, addr string
-	handler    http.Handler
+// webhookServer is the HTTP server of the webhook listener.
+func webhookServer(routes http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           routes,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A 25 MB delivery over a slow link still fits; GitHub gives up after 10 s anyway.
+		ReadTimeout:  time.Minute,
+		WriteTimeout: time.Minute,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
-// serveAll listens on every address, prints where, serves until ctx ends or one server fails,
-// then shuts all down, letting deliveries in flight finish.
-func serveAll(ctx context.Context, servers []namedServer, stdout io.Writer, logger *slog.Logger) error {
-	errc := make(chan error, len(servers))
-	var running []*http.Server
-	for _, s := range servers {
-		ln, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			shutdown(running)
-			return fmt.Errorf("%s listener: %w", s.name, err)
-		}
-		srv := &http.Server{
-			Handler:           s.handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			// A 25 MB delivery over a slow link still fits; GitHub gives up after 10 s anyway.
-			ReadTimeout:  time.Minute,
-			WriteTimeout: time.Minute,
-			ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		running = append(running, srv)
-		fmt.Fprintf(stdout, "%s listening on %s\n", s.name, ln.Addr())
-		go func() { errc <- srv.Serve(ln) }()
+// serve runs the webhook server on ln and the metrics server (when there is one) until ctx ends
+// or one of them fails, then shuts both down, letting deliveries in flight finish.
+func serve(ctx context.Context, ln net.Listener, hooks *http.Server, metricsServer *metrics.Server) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- hooks.Serve(ln) }()
+	var wg sync.WaitGroup
+	if metricsServer != nil {
+		wg.Go(func() {
+			if err := metricsServer.Serve(ctx); err != nil {
+				errc <- err
+			}
+		})
 	}
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
-	shutdown(running)
+	cancel()
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	_ = hooks.Shutdown(shutdownCtx)
+	wg.Wait()
 	return err
-}
-
-func shutdown(servers []*http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(ctx)
-	}
 }

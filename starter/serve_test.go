@@ -3,9 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
 func TestRunRejectsUnknownCommands(t *testing.T) {
@@ -81,11 +80,10 @@ func TestServe(t *testing.T) {
 	expect(t, http.MethodGet, addrs["webhook"]+"/healthz", nil, http.StatusOK)
 	expect(t, http.MethodGet, addrs["metrics"]+"/healthz", nil, http.StatusOK)
 	expect(t, http.MethodGet, addrs["webhook"]+"/readyz", nil, http.StatusServiceUnavailable)
+	expect(t, http.MethodGet, addrs["metrics"]+"/readyz", nil, http.StatusServiceUnavailable)
 	body := `{"zen":"Design for failure.","hook_id":1}`
-	mac := hmac.New(sha256.New, []byte("file secret"))
-	mac.Write([]byte(body))
 	ping := map[string]string{"X-GitHub-Event": "ping", "Content-Type": "application/json",
-		"X-Hub-Signature-256": "sha256=" + hex.EncodeToString(mac.Sum(nil))}
+		"X-Hub-Signature-256": githubdouble.Sign("file secret", []byte(body))}
 	expect(t, http.MethodPost, addrs["webhook"]+"/webhook", ping, http.StatusOK, body)
 	ping["X-Hub-Signature-256"] = "sha256=00"
 	expect(t, http.MethodPost, addrs["webhook"]+"/webhook", ping, http.StatusUnauthorized, body)

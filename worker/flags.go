@@ -62,17 +62,12 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if o.pointsPerMinute <= 0 {
 		return workerapp.Config{}, fmt.Errorf("--github-points-per-minute must be positive, got %d", o.pointsPerMinute)
 	}
-	tlsCfg, err := o.temporal.TLSConfig()
-	if err != nil {
-		return workerapp.Config{}, err
-	}
-	creds, err := o.temporal.Credentials()
+	temporal, err := o.temporal.ClientOptions()
 	if err != nil {
 		return workerapp.Config{}, err
 	}
 	cfg := workerapp.Config{
-		TemporalAddress: o.temporal.Address, Namespace: o.temporal.Namespace,
-		TemporalTLS: tlsCfg, TemporalCredentials: creds,
+		TemporalAddress: temporal.HostPort, Namespace: temporal.Namespace, TemporalOptions: temporal,
 		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubPointsPerMinute: o.pointsPerMinute,

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 
 func parse(t *testing.T, args ...string) *options {
 	t.Helper()
+	// The machine's temporal CLI profile must not leak into the tests.
+	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "missing.toml"))
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := defineFlags(fs)
@@ -34,8 +37,9 @@ func TestFlagsMakeTheWorkerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TemporalAddress != "temporal:7233" || cfg.Namespace != "ci" || cfg.TemporalTLS != nil || cfg.TemporalCredentials != nil {
-		t.Errorf("temporal: %q %q tls %v creds %v", cfg.TemporalAddress, cfg.Namespace, cfg.TemporalTLS, cfg.TemporalCredentials)
+	temporal := cfg.TemporalOptions
+	if cfg.TemporalAddress != "temporal:7233" || cfg.Namespace != "ci" || temporal.ConnectionOptions.TLS != nil || temporal.Credentials != nil {
+		t.Errorf("temporal: %q %q tls %v creds %v", cfg.TemporalAddress, cfg.Namespace, temporal.ConnectionOptions.TLS, temporal.Credentials)
 	}
 	if cfg.KubeconfigPath != "/kube/config" || cfg.WatchNamespace != "runnerflow" {
 		t.Errorf("kubernetes: %q %q", cfg.KubeconfigPath, cfg.WatchNamespace)
@@ -78,7 +82,7 @@ func TestTemporalAPIKeyFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.TemporalCredentials == nil || cfg.TemporalTLS == nil {
+	if cfg.TemporalOptions.Credentials == nil || cfg.TemporalOptions.ConnectionOptions.TLS == nil {
 		t.Error("an API key needs credentials and TLS")
 	}
 }
@@ -87,8 +91,8 @@ func TestBadSettingsAreRefused(t *testing.T) {
 	for want, args := range map[string][]string{
 		"--log-level":                {"--log-level=loud"},
 		"--github-points-per-minute": {"--github-points-per-minute=0"},
-		"--temporal-tls-key":         {"--temporal-tls-cert=/tls/cert.pem"},
-		"temporal TLS CA":            {"--temporal-tls-ca=/nonexistent/ca.pem"},
+		"client cert or key":         {"--temporal-tls-cert=/tls/cert.pem"},
+		"server CA":                  {"--temporal-tls-ca=/nonexistent/ca.pem"},
 	} {
 		_, err := parse(t, args...).config(env(nil))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestReplaysRecordedHistories replays histories recorded from real runs against the real
-// Temporal server (internal/integration and internal/poolintegration with
+// Temporal server (integration/runners and integration/pools with
 // RUNNERFLOW_RECORD_HISTORY=1; or `temporal workflow show --output json`): runners through their
 // whole lifecycle, a pool run that continued as new and the run that took over, with operator
 // signals and updates, runner reports and listings. A change to a workflow that issues

@@ -16,13 +16,23 @@ import (
 // readyTimeout bounds one readiness check: a probe must answer within its own timeout.
 const readyTimeout = 2 * time.Second
 
-// Handler serves /metrics from g, /healthz (the process serves HTTP) and /readyz (ready
-// returns nil; its error text is the 503 body).
+// Handler serves /metrics from g, /healthz (Healthz) and /readyz (Readyz of ready). Both
+// binaries serve it on their metrics listener.
 func Handler(g prometheus.Gatherer, ready func(context.Context) error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /healthz", Healthz)
+	mux.Handle("GET /readyz", Readyz(ready))
+	return mux
+}
+
+// Healthz answers liveness: the process serves HTTP.
+func Healthz(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
+
+// Readyz answers readiness: 200 while ready returns nil, else 503 with its error in the body.
+// One check gets readyTimeout, within a probe's own timeout.
+func Readyz(ready func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := ready(ctx); err != nil {
@@ -31,7 +41,6 @@ func Handler(g prometheus.Gatherer, ready func(context.Context) error) http.Hand
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	return mux
 }
 
 // Server is an HTTP listener for Handler. Listen binds at once, so a port in use fails at

@@ -40,7 +40,7 @@ func (c Connection) dial() (client.Client, error) {
 	opts.Logger = discardLogger()
 	cl, err := client.Dial(opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", c.Address, err)
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", opts.HostPort, err)
 	}
 	return cl, nil
 }

@@ -21,15 +21,34 @@ import (
 	"time"
 )
 
-func TestPlaintextByDefault(t *testing.T) {
-	t.Setenv("TEMPORAL_API_KEY", "")
+// isolate hides the machine's Temporal settings from a test: every TEMPORAL_ variable is unset
+// (and restored afterwards) and the profile file is one that does not exist.
+func isolate(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TEMPORAL_") {
+			t.Setenv(name, "") // restores the value after the test
+			os.Unsetenv(name)
+		}
+	}
+	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "missing.toml"))
+}
+
+func parseFlags(t *testing.T, args ...string) Config {
+	t.Helper()
 	var c Config
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--temporal-address=temporal:7233", "--namespace=ci"}); err != nil {
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := c.ClientOptions()
+	return c
+}
+
+func TestPlaintextByDefault(t *testing.T) {
+	isolate(t)
+	opts, err := parseFlags(t, "--temporal-address=temporal:7233", "--namespace=ci").ClientOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +57,21 @@ func TestPlaintextByDefault(t *testing.T) {
 	}
 }
 
+func TestDefaultsAreALocalDevServer(t *testing.T) {
+	isolate(t)
+	opts, err := parseFlags(t).ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostPort != DefaultAddress || opts.Namespace != DefaultNamespace || opts.ConnectionOptions.TLS != nil {
+		t.Errorf("options %+v, want plaintext to %s in %s", opts, DefaultAddress, DefaultNamespace)
+	}
+}
+
 func TestAPIKeyFromEnvironmentImpliesTLS(t *testing.T) {
+	isolate(t)
 	t.Setenv("TEMPORAL_API_KEY", "cloud-key")
-	var c Config
-	c.RegisterFlags(flag.NewFlagSet("t", flag.ContinueOnError))
-	opts, err := c.ClientOptions()
+	opts, err := parseFlags(t).ClientOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,42 +80,92 @@ func TestAPIKeyFromEnvironmentImpliesTLS(t *testing.T) {
 	}
 }
 
+// A user's temporal CLI profile works unchanged; the environment overrides it and the flags
+// override both.
+func TestProfileThenEnvironmentThenFlags(t *testing.T) {
+	isolate(t)
+	profile := filepath.Join(t.TempDir(), "temporal.toml")
+	if err := os.WriteFile(profile, []byte(`[profile.cloud]
+address = "profile.tmprl.cloud:7233"
+namespace = "profile-ns"
+api_key = "profile-key"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEMPORAL_CONFIG_FILE", profile)
+	t.Setenv("TEMPORAL_PROFILE", "cloud")
+	opts, err := parseFlags(t).ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostPort != "profile.tmprl.cloud:7233" || opts.Namespace != "profile-ns" || opts.Credentials == nil || opts.ConnectionOptions.TLS == nil {
+		t.Errorf("from the profile: %+v, want its address, namespace and API key (with TLS)", opts)
+	}
+	t.Setenv("TEMPORAL_NAMESPACE", "env-ns")
+	opts, err = parseFlags(t, "--temporal-address=flag:7233").ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostPort != "flag:7233" || opts.Namespace != "env-ns" {
+		t.Errorf("address %q namespace %q, want the flag's and the environment's", opts.HostPort, opts.Namespace)
+	}
+}
+
 func TestAPIKeyFile(t *testing.T) {
+	isolate(t)
+	t.Setenv("TEMPORAL_API_KEY", "env-key")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "key")
 	if err := os.WriteFile(file, []byte("cloud-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if key, err := (Config{APIKeyFile: file}).apiKey(); err != nil || key != "cloud-key" {
+	if key, err := readAPIKey(file); err != nil || key != "cloud-key" {
 		t.Errorf("key %q, %v", key, err)
+	}
+	if opts, err := parseFlags(t, "--temporal-api-key-file", file).ClientOptions(); err != nil || opts.Credentials == nil || opts.ConnectionOptions.TLS == nil {
+		t.Errorf("a key file: %+v, %v; want credentials and TLS", opts, err)
 	}
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{empty, filepath.Join(dir, "missing")} {
-		if _, err := (Config{Address: "x:1", APIKeyFile: f}).ClientOptions(); err == nil {
+		if _, err := (Config{APIKeyFile: f}).ClientOptions(); err == nil {
 			t.Errorf("key file %s accepted", f)
 		}
 	}
 }
 
 func TestBadTLSSettingsAreRefused(t *testing.T) {
+	isolate(t)
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for want, c := range map[string]Config{
-		"both":                {Address: "x:1", TLSCertFile: "cert.pem"},
-		"no PEM certificate":  {Address: "x:1", TLSCAFile: notPEM},
-		"client certificate":  {Address: "x:1", TLSCertFile: notPEM, TLSKeyFile: notPEM},
-		"temporal TLS CA":     {Address: "x:1", TLSCAFile: filepath.Join(dir, "missing.pem")},
-		"address is required": {},
+		"other must be present":    {TLSCertFile: "cert.pem"},
+		"failed adding server CA":  {TLSCAFile: notPEM},
+		"failed loading client":    {TLSCertFile: notPEM, TLSKeyFile: notPEM},
+		"failed reading server CA": {TLSCAFile: filepath.Join(dir, "missing.pem")},
 	} {
 		if _, err := c.ClientOptions(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", c, err, want)
 		}
+	}
+}
+
+// A setting under a name runnerflow used to read is refused with the name that replaces it,
+// rather than silently dropped.
+func TestRenamedVariablesAreRefused(t *testing.T) {
+	for old, name := range renamedEnv {
+		t.Run(old, func(t *testing.T) {
+			isolate(t)
+			t.Setenv(old, "/tls/file.pem")
+			if _, err := parseFlags(t).ClientOptions(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s set: error %v, want one naming %s", old, err, name)
+			}
+		})
 	}
 }
 
@@ -113,10 +192,16 @@ func TestMutualTLSHandshake(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	cfg, err := (Config{TLSCertFile: certFile, TLSKeyFile: keyFile, TLSCAFile: caFile, TLSServerName: "temporal.test"}).TLSConfig()
+	// The certificate comes by the temporal CLI's environment variables, the CA and server
+	// name by flags: both sources make one TLS configuration.
+	isolate(t)
+	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", certFile)
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", keyFile)
+	opts, err := (Config{TLSCAFile: caFile, TLSServerName: "temporal.test"}).ClientOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := opts.ConnectionOptions.TLS
 	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}).Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-github/v92/github"
 	"go.temporal.io/sdk/client"
 
+	"github.com/runnerflow/runnerflow/internal/metrics"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -91,24 +92,18 @@ func (h *Handler) Routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /webhook", h)
 	mux.Handle("POST /{$}", h)
-	mux.HandleFunc("GET /healthz", Healthy)
-	mux.HandleFunc("GET /readyz", h.Ready)
+	mux.HandleFunc("GET /healthz", metrics.Healthz)
+	mux.Handle("GET /readyz", metrics.Readyz(h.Ready))
 	return mux
 }
 
-// Healthy answers liveness: the process serves HTTP.
-func Healthy(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }
-
-// Ready answers 200 while Temporal answers its health check, else 503: a starter that cannot
-// reach Temporal would answer every delivery 503, so it should get no traffic.
-func (h *Handler) Ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
+// Ready reports whether Temporal answers its health check: a starter that cannot reach
+// Temporal would answer every delivery 503, so it should get no traffic.
+func (h *Handler) Ready(ctx context.Context) error {
 	if _, err := h.cfg.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		http.Error(w, "temporal unreachable", http.StatusServiceUnavailable)
-		return
+		return errors.New("temporal unreachable")
 	}
-	fmt.Fprintln(w, "ready")
+	return nil
 }
 
 // answer is how one delivery was handled.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -20,8 +21,8 @@ import (
 func TestSignatureTestVector(t *testing.T) {
 	const want = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 	secret, payload := "It's a Secret to Everybody", []byte("Hello, World!")
-	if got := sign(secret, payload); got != want {
-		t.Fatalf("test helper signs %s, want %s", got, want)
+	if got := githubdouble.Sign(secret, payload); got != want {
+		t.Fatalf("the signing helper signs %s, want %s", got, want)
 	}
 	if err := github.ValidateSignature(want, payload, []byte(secret)); err != nil {
 		t.Fatalf("go-github rejects GitHub's test vector: %v", err)
@@ -34,7 +35,7 @@ func TestSignatureTestVector(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(`{"zen":"Hello, World!"}`))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-GitHub-Event", "ping")
-	r.Header.Set("X-Hub-Signature-256", sign(secret, []byte(`{"zen":"Hello, World!"}`)))
+	r.Header.Set("X-Hub-Signature-256", githubdouble.Sign(secret, []byte(`{"zen":"Hello, World!"}`)))
 	if w := serve(h, r); w.Code != http.StatusOK {
 		t.Fatalf("ping signed like the test vector: %d %s", w.Code, w.Body)
 	}
@@ -68,11 +69,15 @@ func TestBadSignatures(t *testing.T) {
 		r.Header.Set("X-Hub-Signature", "sha1=0000000000000000000000000000000000000000")
 	}
 	for name, mutate := range map[string]func(*http.Request){
-		"missing":          func(r *http.Request) { r.Header.Del("X-Hub-Signature-256") },
-		"other secret":     func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", sign("not the secret", body)) },
-		"other body":       func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", sign(testSecret, []byte("{}"))) },
-		"not hex":          func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") },
-		"no prefix":        func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", sign(testSecret, body)[len("sha256="):]) },
+		"missing":      func(r *http.Request) { r.Header.Del("X-Hub-Signature-256") },
+		"other secret": func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", githubdouble.Sign("not the secret", body)) },
+		"other body": func(r *http.Request) {
+			r.Header.Set("X-Hub-Signature-256", githubdouble.Sign(testSecret, []byte("{}")))
+		},
+		"not hex": func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") },
+		"no prefix": func(r *http.Request) {
+			r.Header.Set("X-Hub-Signature-256", githubdouble.Sign(testSecret, body)[len("sha256="):])
+		},
 		"empty value":      func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=") },
 		"sha1 header only": sha1Only,
 	} {

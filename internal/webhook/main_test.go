@@ -3,9 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,7 +18,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/runnerflow/runnerflow/internal/testworld"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -61,20 +59,13 @@ func runTests(m *testing.M) int {
 
 const testSecret = "s3cr3t for tests"
 
-// sign computes X-Hub-Signature-256 independently of go-github and of the GitHub double.
-func sign(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
 // delivery builds a signed webhook request.
 func delivery(event, id string, body []byte) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-GitHub-Event", event)
 	r.Header.Set("X-GitHub-Delivery", id)
-	r.Header.Set("X-Hub-Signature-256", sign(testSecret, body))
+	r.Header.Set("X-Hub-Signature-256", githubdouble.Sign(testSecret, body))
 	return r
 }
 

@@ -5,7 +5,6 @@ package workerapp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,10 +34,10 @@ type Config struct {
 	// Client, when set, is used instead of dialling (and is not closed by the App); the
 	// connection settings and TemporalMetrics are then the caller's business.
 	Client client.Client
-	// TemporalTLS, when set, makes the connection TLS (mutual TLS when it holds a client
-	// certificate); TemporalCredentials authenticate it, e.g. a Temporal Cloud API key.
-	TemporalTLS         *tls.Config
-	TemporalCredentials client.Credentials
+	// TemporalOptions are the rest of the connection settings (TLS, credentials such as a
+	// Temporal Cloud API key, headers), as temporalconn reads them; the App sets the address,
+	// namespace, identity, logger and metrics handler on a copy.
+	TemporalOptions client.Options
 
 	// Kube, when set, is the Kubernetes client configuration; otherwise KubeconfigPath is read,
 	// and without either the in-cluster configuration is used.
@@ -192,11 +191,10 @@ func (a *App) dial() error {
 	if a.cfg.TemporalAddress == "" {
 		return errors.New("temporal address is required")
 	}
-	c, err := client.Dial(client.Options{
-		HostPort: a.cfg.TemporalAddress, Namespace: a.cfg.Namespace, Identity: a.cfg.Identity,
-		Logger: tlog.NewStructuredLogger(a.log), MetricsHandler: a.cfg.TemporalMetrics,
-		Credentials: a.cfg.TemporalCredentials, ConnectionOptions: client.ConnectionOptions{TLS: a.cfg.TemporalTLS},
-	})
+	opts := a.cfg.TemporalOptions
+	opts.HostPort, opts.Namespace, opts.Identity = a.cfg.TemporalAddress, a.cfg.Namespace, a.cfg.Identity
+	opts.Logger, opts.MetricsHandler = tlog.NewStructuredLogger(a.log), a.cfg.TemporalMetrics
+	c, err := client.Dial(opts)
 	if err != nil {
 		return fmt.Errorf("dial temporal at %s: %w", a.cfg.TemporalAddress, err)
 	}

@@ -1,0 +1,321 @@
+// Package simulator plays the kubelet and the GitHub Actions runner for the pods runnerflow
+// creates, so tests and demos run end to end against a real kube-apiserver (which has no
+// kubelet and no container runtime here) and the GitHub double. It is test tooling: one
+// goroutine per live pod, and no claim to scale.
+//
+// For every runner pod it binds the pod to a simulated node, sets it Running, reads the
+// runner's credential from the pod's Secret, brings the runner online at the double, takes
+// jobs and completes them after a simulated work time. An ephemeral runner's pod Succeeds after
+// its one job; a persistent runner waits for the next. Faults (never online, crash mid-job,
+// eviction) are chosen per runner with SetFault or the pod annotation AnnotationFault.
+package simulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+)
+
+const (
+	// AnnotationWorkDuration on a pod overrides Config.WorkDuration for its jobs (a Go
+	// duration such as "500ms").
+	AnnotationWorkDuration = "sim.runnerflow.dev/work-duration"
+	// AnnotationFault on a pod arranges a Fault for its runner; SetFault takes precedence.
+	AnnotationFault = "sim.runnerflow.dev/fault"
+
+	// DefaultNodeName is the simulated node when Config.NodeName is empty.
+	DefaultNodeName     = "runnerflow-sim-node"
+	defaultWorkDuration = 2 * time.Second
+)
+
+// Fault is a misbehaviour the simulator arranges for one runner.
+type Fault string
+
+const (
+	// FaultNone: the runner behaves.
+	FaultNone Fault = ""
+	// FaultNeverOnline: the pod runs but the runner never connects to GitHub.
+	FaultNeverOnline Fault = "never-online"
+	// FaultCrashMidJob: the runner acquires a job and dies with it: it drops off GitHub (which
+	// fails the job) and the pod Fails with exit code 1.
+	FaultCrashMidJob Fault = "crash-mid-job"
+	// FaultEvict: the kubelet evicts the pod as soon as its runner is online, before it takes
+	// a job: the pod Fails with reason Evicted and the runner drops off GitHub.
+	FaultEvict Fault = "evict"
+)
+
+func (f Fault) valid() bool {
+	switch f {
+	case FaultNone, FaultNeverOnline, FaultCrashMidJob, FaultEvict:
+		return true
+	}
+	return false
+}
+
+// Config configures a Simulator.
+type Config struct {
+	// Client reaches the API server; it needs pods (with binding and status), secrets and nodes.
+	Client kubernetes.Interface
+	// Namespaces to watch; empty means all.
+	Namespaces []string
+	// GitHub is the runner side of the GitHub double.
+	GitHub *githubdouble.RunnerClient
+	// WorkDuration is how long a job takes; zero means 2s. AnnotationWorkDuration overrides it
+	// per pod.
+	WorkDuration time.Duration
+	// NodeName is the simulated node pods are bound to; empty means "runnerflow-sim-node".
+	NodeName string
+	// Logger receives the simulator's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats counts what the simulator did, for tests.
+type Stats struct {
+	PodsBound       int // pods bound to the node through pods/binding
+	PodsStarted     int // pods set Running
+	RunnersOnline   int // runners brought online at GitHub
+	JobsStarted     int // jobs acquired
+	JobsCompleted   int // jobs reported complete with success
+	PodsSucceeded   int
+	PodsFailed      int // pods set Failed: crashes, evictions, runners that could not start
+	PodsEvicted     int // pods set Failed with reason Evicted (also counted in PodsFailed)
+	DeletesFinished int // deletions finished with a grace-period-0 delete
+}
+
+// Simulator runs runner pods. Create it with New and start it with Run.
+type Simulator struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	faults  map[string]Fault
+	runners map[types.UID]*runner // by pod UID, until the pod leaves the informer
+	stats   Stats
+	started bool
+	ctx     context.Context // Run's context; runners' lifetimes derive from it
+	wg      sync.WaitGroup  // runner goroutines
+}
+
+// New returns a Simulator; it does nothing until Run.
+func New(cfg Config) *Simulator {
+	if cfg.WorkDuration <= 0 {
+		cfg.WorkDuration = defaultWorkDuration
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Simulator{cfg: cfg, log: log, faults: map[string]Fault{}, runners: map[types.UID]*runner{}}
+}
+
+// SetFault arranges a fault for the runner with that name (the pod's runnerflow.dev/runner
+// label). It applies to the runner's next decision, so it may be set after the pod exists.
+func (s *Simulator) SetFault(runnerName string, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f == FaultNone {
+		delete(s.faults, runnerName)
+		return
+	}
+	s.faults[runnerName] = f
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Simulator) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Simulator) count(f func(*Stats)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.stats)
+}
+
+// Run ensures the node exists, then watches runner pods and plays them until ctx is done. On
+// return every runner goroutine has ended and every runner it brought online is offline again
+// (its process is gone with the simulator). A Simulator runs once.
+func (s *Simulator) Run(ctx context.Context) error {
+	if s.cfg.Client == nil || s.cfg.GitHub == nil {
+		return errors.New("simulator: Config.Client and Config.GitHub are required")
+	}
+	// Cancelled on every way out, so informers started before a failure stop too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("simulator: Run called twice")
+	}
+	s.started, s.ctx = true, ctx
+	s.mu.Unlock()
+
+	if err := s.ensureNode(ctx); err != nil {
+		return err
+	}
+	factories, err := s.startInformers(ctx)
+	if err == nil {
+		<-ctx.Done()
+	}
+	cancel()
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// startInformers starts one pod informer per namespace (one for all when none are named),
+// restricted to runner pods, and waits for their caches.
+func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInformerFactory, error) {
+	selector, err := runnerPodSelector()
+	if err != nil {
+		return nil, err
+	}
+	namespaces := s.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{corev1.NamespaceAll}
+	}
+	var factories []informers.SharedInformerFactory
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+			informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		inf := f.Core().V1().Pods().Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { s.observeObj(obj) },
+			UpdateFunc: func(_, obj any) { s.observeObj(obj) },
+			DeleteFunc: s.forgetObj,
+		}); err != nil {
+			return nil, fmt.Errorf("simulator: pod informer: %w", err)
+		}
+		f.Start(ctx.Done())
+		factories = append(factories, f)
+	}
+	for _, f := range factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok && ctx.Err() == nil {
+				return factories, fmt.Errorf("simulator: cache of %v did not sync", typ)
+			}
+		}
+	}
+	return factories, nil
+}
+
+// runnerPodSelector selects pods runnerflow manages that carry a runner name.
+func runnerPodSelector() (string, error) {
+	managed, err := labels.NewRequirement(runnerpod.LabelManagedBy, selection.Equals, []string{runnerpod.ManagedByValue})
+	if err != nil {
+		return "", err
+	}
+	named, err := labels.NewRequirement(runnerpod.LabelRunner, selection.Exists, nil)
+	if err != nil {
+		return "", err
+	}
+	return labels.NewSelector().Add(*managed, *named).String(), nil
+}
+
+func (s *Simulator) observeObj(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		s.observe(pod)
+	}
+}
+
+func (s *Simulator) forgetObj(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		s.forget(pod)
+	}
+}
+
+// observe reacts to the informer's view of a pod: a live pod seen for the first time gets a
+// runner goroutine; a deletion request reaches the runner, or is finished at once when no
+// runner is running. The informer's object is shared and never modified here.
+func (s *Simulator) observe(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runners[pod.UID]
+	if r == nil {
+		r = newRunner(s, pod)
+		s.runners[pod.UID] = r
+		if pod.DeletionTimestamp == nil && !isTerminal(pod) {
+			s.wg.Add(1)
+			go r.run(pod.DeepCopy())
+		} else {
+			r.finished = true // nothing to run: a terminal pod, or one already being deleted
+		}
+	}
+	if pod.DeletionTimestamp != nil && !r.deleting {
+		r.deleting = true
+		if r.finished {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.finishDelete(s.ctx, r.ref)
+			}()
+		} else {
+			r.endWork()
+		}
+	}
+}
+
+// forget stops the runner of a pod that left the informer (deleted from the API server).
+func (s *Simulator) forget(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runners[pod.UID]; r != nil {
+		r.endLife()
+		delete(s.runners, pod.UID)
+	}
+}
+
+// faultFor returns the fault arranged for a runner: SetFault first, then the pod annotation.
+func (s *Simulator) faultFor(runnerName string, annotations map[string]string) Fault {
+	s.mu.Lock()
+	f, ok := s.faults[runnerName]
+	s.mu.Unlock()
+	if ok {
+		return f
+	}
+	f = Fault(annotations[AnnotationFault])
+	if !f.valid() {
+		s.log.Warn("unknown fault annotation ignored", "runner", runnerName, "fault", string(f))
+		return FaultNone
+	}
+	return f
+}
+
+// workDuration returns how long a job of this pod takes.
+func (s *Simulator) workDuration(runnerName string, annotations map[string]string) time.Duration {
+	v, ok := annotations[AnnotationWorkDuration]
+	if !ok {
+		return s.cfg.WorkDuration
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		s.log.Warn("invalid work-duration annotation ignored", "runner", runnerName, "value", v)
+		return s.cfg.WorkDuration
+	}
+	return d
+}
