@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,20 +228,31 @@ func setCondition(pod *corev1.Pod, typ corev1.PodConditionType, status corev1.Co
 // finishDelete removes a pod whose deletion was requested, as the kubelet does once its
 // containers have stopped: a grace-period-0 delete with a UID precondition, so a pod recreated
 // under the same name is never hit.
+//
+// Like the kubelet, it tries again until the API server takes the delete (or the simulator
+// stops), so an outage never leaves a pod terminating for ever.
 func (s *Simulator) finishDelete(ctx context.Context, ref podRef) {
 	zero := int64(0)
-	err := s.cfg.Client.CoreV1().Pods(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero,
-		Preconditions:      &metav1.Preconditions{UID: &ref.UID},
-	})
-	switch {
-	case err == nil:
-		s.count(func(st *Stats) { st.DeletesFinished++ })
-		s.log.Info("pod deletion finished", "pod", ref.String())
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// Already gone, or the name now belongs to another pod (the precondition failed).
-	case ctx.Err() != nil:
-	default:
-		s.log.Error("could not finish the pod's deletion", "pod", ref.String(), "error", err)
+	for {
+		err := s.cfg.Client.CoreV1().Pods(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero,
+			Preconditions:      &metav1.Preconditions{UID: &ref.UID},
+		})
+		switch {
+		case err == nil:
+			s.count(func(st *Stats) { st.DeletesFinished++ })
+			s.log.Info("pod deletion finished", "pod", ref.String())
+			return
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			return // already gone, or the name now belongs to another pod (the precondition failed)
+		case ctx.Err() != nil:
+			return
+		}
+		s.log.Warn("could not finish the pod's deletion, retrying", "pod", ref.String(), "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryDelay):
+		}
 	}
 }

@@ -74,9 +74,9 @@ func newRunner(s *Simulator, pod *corev1.Pod) *runner {
 func (r *runner) run(pod *corev1.Pod) {
 	defer r.s.wg.Done()
 	if end := r.lifecycle(pod); end != nil && r.work.Err() == nil {
-		if err := r.s.terminate(r.life, r.ref, *end); err != nil {
-			r.log.Error("could not set the pod's final status", "phase", string(end.phase), "error", err)
-		}
+		// The kubelet keeps trying until the API server takes the final status (an outage, a
+		// throttled or overloaded server): a pod never left Running because one write failed.
+		r.retry("setting the pod's final status", func() error { return r.s.terminate(r.life, r.ref, *end) })
 	}
 	r.goOffline()
 	r.s.mu.Lock()
