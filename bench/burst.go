@@ -185,8 +185,18 @@ func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 	}
 	return LatencyResult{
 		ToPoolDecision: summarize(toDecided), ToRunnerWorkflow: summarize(toWorkflow), ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
-		AllStartedSeconds: round1(b.allStarted.Sub(b.released).Seconds()),
+		AllStartedSeconds:     round1(b.allStarted.Sub(b.released).Seconds()),
+		SecondaryLimitSeconds: round1(secondaryLimitSeconds(b.n, b.e.opts.GitHubPointsPerMinute)),
 	}, nil
+}
+
+// secondaryLimitSeconds is how long GitHub's secondary limit (pointsPerMinute; a registration
+// is a write of workflows.GitHubWritePoints) takes to admit one registration per job.
+func secondaryLimitSeconds(jobs, pointsPerMinute int) float64 {
+	if pointsPerMinute <= 0 {
+		return 0
+	}
+	return float64(jobs*workflows.GitHubWritePoints) / float64(pointsPerMinute) * 60
 }
 
 // temporalCost counts the burst's histories, and notes in decided when each pool decided to

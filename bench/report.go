@@ -78,6 +78,10 @@ func printLatency(w io.Writer, b BurstResult) {
 	row(w, "", "webhook → runner online", pct(l.ToOnline))
 	row(w, "", "webhook → job started", pct(l.ToStarted))
 	row(w, "", fmt.Sprintf("all %d jobs started after", b.Jobs), fmt.Sprintf("%.1f s (first webhook sent → last job started)", l.AllStartedSeconds))
+	if l.SecondaryLimitSeconds > 0 {
+		row(w, "", "GitHub's secondary limit for that many registrations",
+			fmt.Sprintf("%.1f s; all started at %.2f × that bound", l.SecondaryLimitSeconds, l.AllStartedSeconds/l.SecondaryLimitSeconds))
+	}
 	row(w, "", "runner lifecycles; stranded runner workflows",
 		fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
 }

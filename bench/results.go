@@ -76,6 +76,10 @@ type LatencyResult struct {
 	ToStarted        Percentiles `json:"toJobStarted"`
 	// AllStartedSeconds runs from the first webhook sent to the last job started.
 	AllStartedSeconds float64 `json:"allStartedSeconds"`
+	// SecondaryLimitSeconds is the bound GitHub sets on the same burst: the time its secondary
+	// rate limit needs for one registration (a write, 5 points) per job, at the run's points a
+	// minute. No system registering one runner per job at the hot path can start all jobs sooner.
+	SecondaryLimitSeconds float64 `json:"secondaryLimitSeconds"`
 }
 
 // GitHubResult is figure 2 for a burst: REST calls (runner protocol excluded: GitHub does not
