@@ -33,6 +33,9 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	case workflows.JobCompleted:
 		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
 	case workflows.JobInProgress:
+		if je.event.RunnerName == "" {
+			return answer{http.StatusOK, OutcomeIgnored, "job in progress names no runner"}
+		}
 		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobStarted))
 	}
 	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}

@@ -126,10 +126,12 @@ func TestDocumentedPayloads(t *testing.T) {
 
 	want := map[string]outcome{
 		"ping": {status: http.StatusOK},
-		"in_progress/in_progress/null/my runner/octo-org/example-workflow":              {status: http.StatusOK}, // not a runnerflow runner
+		// A runner runnerflow does not run took a job a pool reserved: that pool's window hears
+		// it, so the pool ends the reservation instead of starting a runner for a served job.
+		"in_progress/in_progress/null/my runner/octo-org/example-workflow":              {status: http.StatusAccepted, window: octo},
 		"completed/completed/failure/GitHub Actions 5/Codertocat/Hello-World":           {status: http.StatusAccepted, window: codertocat},
 		"completed/completed/success/GitHub Actions 5/Codertocat/Hello-World":           {status: http.StatusAccepted, window: codertocat},
-		"in_progress/in_progress/null/GitHub Actions 5/Codertocat/Hello-World":          {status: http.StatusOK},
+		"in_progress/in_progress/null/GitHub Actions 5/Codertocat/Hello-World":          {status: http.StatusAccepted, window: codertocat},
 		"in_progress/in_progress/null/GitHub Actions 6/wolfy1339/github-events-schemas": {status: http.StatusOK},
 		"queued/queued/null/GitHub Actions 5/Codertocat/Hello-World":                    {status: http.StatusAccepted, window: codertocat},
 		"queued/waiting/null/null/lineville/elastic-machines-testing":                   {status: http.StatusAccepted, window: lineville},
