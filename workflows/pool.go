@@ -103,10 +103,15 @@ func (p *pool) bounds(now time.Time) Bounds {
 }
 
 func (p *pool) decide(now time.Time) Plan {
+	elsewhere := 0
+	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
+		elsewhere = p.busyElsewhere(now)
+	}
 	return Decide(DecideInput{
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   p.st.Reserved.Active(now),
+		BusyElsewhere:  elsewhere,
 		Mode:           p.st.Mode,
 		TemplateHash:   p.st.TemplateHash,
 		Stateful:       p.st.Spec.Stateful(),
@@ -116,6 +121,22 @@ func (p *pool) decide(now time.Time) Plan {
 		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
 		StartNotBefore: p.st.StartNotBefore,
 	})
+}
+
+// runnersKnowJobs is true once a runner reported its job (runner code that reports jobs).
+func (p *pool) runnersKnowJobs() bool {
+	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.JobID != 0 })
+}
+
+// busyElsewhere counts busy runners whose job holds no active reservation here.
+func (p *pool) busyElsewhere(now time.Time) int {
+	n := 0
+	for _, r := range p.st.Runners {
+		if r.JobID != 0 && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
+			n++
+		}
+	}
+	return n
 }
 
 // pruneReservations drops expired reservations (and restarts the clocks of those waiting

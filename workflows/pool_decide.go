@@ -13,7 +13,11 @@ type DecideInput struct {
 	Bounds Bounds
 	// Reservations is the number of active reservations (queued jobs holding capacity).
 	Reservations int
-	Mode         PoolMode
+	// BusyElsewhere counts runners busy with a job this pool holds no reservation for (another
+	// pool's job, taken because the runner's labels fit it): they serve none of this pool's
+	// reservations, so the reservations need runners besides them.
+	BusyElsewhere int
+	Mode          PoolMode
 	// TemplateHash is the current spec's; runners made from another hash are outdated.
 	TemplateHash string
 	// Stateful pools give each runner a slot in [0, max); a slot takes a new runner only once
@@ -63,7 +67,8 @@ const (
 )
 
 // Decide computes the pool's plan. The rules:
-//   - desired = clamp(max(min + reservations, busy + minIdle), min, max); 0 while draining;
+//   - desired = clamp(max(min + reservations + busy elsewhere, busy + minIdle), min, max); 0
+//     while draining (busy elsewhere: runners busy with jobs this pool holds no reservation for);
 //   - paused: nothing changes;
 //   - rollout: outdated runners that are not busy are drained at once; busy outdated runners
 //     finish their job and are replaced afterwards (an ephemeral runner ends by itself, a
@@ -147,11 +152,15 @@ func desiredCount(in DecideInput, busy int) (int, string) {
 	if in.Mode == PoolDraining {
 		return 0, "pool draining: desired 0"
 	}
-	demand := b.Min + in.Reservations
+	demand := b.Min + in.Reservations + in.BusyElsewhere
 	want := max(demand, busy+b.MinIdle)
 	desired := min(max(want, b.Min), b.Max)
-	why := fmt.Sprintf("desired %d = clamp(max(min %d + reservations %d, busy %d + minIdle %d), %d, %d)",
-		desired, b.Min, in.Reservations, busy, b.MinIdle, b.Min, b.Max)
+	elsewhere := ""
+	if in.BusyElsewhere > 0 {
+		elsewhere = fmt.Sprintf(" + busy elsewhere %d", in.BusyElsewhere)
+	}
+	why := fmt.Sprintf("desired %d = clamp(max(min %d + reservations %d%s, busy %d + minIdle %d), %d, %d)",
+		desired, b.Min, in.Reservations, elsewhere, busy, b.MinIdle, b.Min, b.Max)
 	return desired, why
 }
 

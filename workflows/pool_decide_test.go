@@ -56,6 +56,12 @@ func TestDecide(t *testing.T) {
 		{name: "reservations add to min", in: decWith(decIn(1, 5), func(d *DecideInput) { d.Reservations = 2 }), desired: 3, starts: 3, scaleOut: true},
 		{name: "reservations clamped to max", in: decWith(decIn(2, 5), func(d *DecideInput) { d.Reservations = 10 }), desired: 5, starts: 5, scaleOut: true},
 		{name: "enough runners: nothing to do", in: decWith(decIn(2, 5, decRunner(1, RunnerIdle, decHashNew), decRunner(2, RunnerPending, decHashNew)), func(d *DecideInput) { d.LastDesired = 2 }), desired: 2},
+		{name: "a runner busy with another pool's job does not serve this pool's reservations",
+			in:      decWith(decIn(0, 5, decRunner(1, RunnerBusy, decHashNew)), func(d *DecideInput) { d.Reservations, d.BusyElsewhere, d.LastDesired = 1, 1, 1 }),
+			desired: 2, starts: 1, scaleOut: true},
+		{name: "busy elsewhere counts on top of min",
+			in:      decWith(decIn(2, 5, decRunner(1, RunnerBusy, decHashNew), decRunner(2, RunnerIdle, decHashNew)), func(d *DecideInput) { d.BusyElsewhere, d.LastDesired = 1, 2 }),
+			desired: 3, starts: 1, scaleOut: true},
 		{name: "max 0 runs nothing", in: decWith(decIn(0, 0), func(d *DecideInput) { d.Reservations = 3 }), desired: 0},
 		// minIdle
 		{name: "minIdle tops up above busy runners", in: decWith(decIn(0, 10, decRunner(1, RunnerBusy, decHashNew), decRunner(2, RunnerBusy, decHashNew), decRunner(3, RunnerBusy, decHashNew)), func(d *DecideInput) { d.Bounds.MinIdle = 2 }), desired: 5, starts: 2, scaleOut: true},

@@ -159,15 +159,26 @@ var oneRunnerPerJobScenario = poolScenario{
 			}})
 		})
 		h.check(8*time.Minute, "the job served elsewhere holds nothing here", func(st PoolStatus) bool { return st.Reservations == 0 })
+		// Job 402 is queued here; the runner started for it takes job 401, which another
+		// pool reserved: 402 still needs a runner, and gets one at once.
+		var foreign, own []string
+		h.at(15*time.Minute, func() { h.update("queued-402", UpdateReservations, reserve(JobQueued, 402)) })
+		h.at(16*time.Minute, func() { foreign = h.startJobsWithIDs(401) })
+		h.check(17*time.Minute, "a second runner for job 402 while the first runs another pool's job", func(st PoolStatus) bool {
+			return countState(st, RunnerBusy, "") == 1 && countState(st, RunnerIdle, "") == 1 && st.Reservations == 1
+		})
+		h.at(17*time.Minute+time.Second, func() { own = h.startJobsWithIDs(402) })
+		h.at(18*time.Minute, func() { h.finishJobs(append(foreign, own...)) })
 		return spec, 30 * time.Minute
 	},
 	verify: func(t *testing.T, h *poolHarness, end PoolStatus) {
 		if len(end.Runners) != 0 || end.Reservations != 0 {
 			t.Errorf("end: %s, %d reservations; want none", describeRunners(end), end.Reservations)
 		}
-		// 4 for the 4 jobs, at most 1 for job 301 before another pool's runner took it.
-		if end.Totals.Started > 5 || h.stats.jobsCompleted != 4 {
-			t.Errorf("started %d runners for 4 jobs here (+1 served elsewhere), %d jobs completed", end.Totals.Started, h.stats.jobsCompleted)
+		// 4 for the 4 jobs, at most 1 for job 301 before another pool's runner took it, 2 for
+		// jobs 401 and 402.
+		if end.Totals.Started > 7 || h.stats.jobsCompleted != 6 {
+			t.Errorf("started %d runners for 6 jobs run here (+1 served elsewhere), %d jobs completed", end.Totals.Started, h.stats.jobsCompleted)
 		}
 	},
 }

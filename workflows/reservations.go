@@ -35,6 +35,11 @@ func (s ReservationState) Active(now time.Time) int {
 	return n
 }
 
+// Holds reports whether the job has a reservation that still holds capacity at now.
+func (s ReservationState) Holds(job int64, now time.Time) bool {
+	return slices.ContainsFunc(s.Reservations, func(r Reservation) bool { return r.JobID == job && r.ExpiresAt.After(now) })
+}
+
 // ApplyReservationBatch applies one scale window's events to the pool's reservation book and
 // returns the new book and what changed. It is pure: the input state is not modified, and the
 // output slices are sorted by job id.
