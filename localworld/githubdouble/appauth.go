@@ -27,7 +27,7 @@ const jwtMaxLifetime = 10 * time.Minute
 func (s *Server) handleApp(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
-		defer func() { s.count(pattern, rec.status) }()
+		defer func() { s.count(pattern, rec.status, rec.Header()) }()
 		if s.cfg.App == nil {
 			s.answerUnauthenticated(rec, false)
 			return
@@ -37,9 +37,11 @@ func (s *Server) handleApp(mux *http.ServeMux, pattern string, h http.HandlerFun
 			s.answerUnauthenticated(rec, false)
 			return
 		}
-		if !s.admit(rec, fmt.Sprintf("app:%d", s.cfg.App.ID)) {
+		release, ok := s.admit(rec, fmt.Sprintf("app:%d", s.cfg.App.ID), r.Method)
+		if !ok {
 			return
 		}
+		defer release()
 		h(rec, r)
 	})
 }

@@ -34,16 +34,18 @@ func bearer(r *http.Request) string {
 func (s *Server) handleAPI(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
-		defer func() { s.count(pattern, rec.status) }()
+		defer func() { s.count(pattern, rec.status, rec.Header()) }()
 		cred := bearer(r)
 		tok, ok := s.lookupToken(cred)
 		if !ok {
 			s.answerUnauthenticated(rec, cred == "")
 			return
 		}
-		if !s.admit(rec, cred) {
+		release, ok := s.admit(rec, cred, r.Method)
+		if !ok {
 			return
 		}
+		defer release()
 		if tok.kind == tokenInstallation && r.PathValue("enterprise") != "" {
 			// Enterprise runner endpoints take a classic token with manage_runners:enterprise;
 			// GitHub App installation tokens are refused.

@@ -244,6 +244,16 @@ func driveAuth(t *testing.T, w *world, rec *recorder) {
 	expectStatus(t, "secondary rate limit", resp, err, http.StatusForbidden)
 	w.SetSecondaryRateLimit(0)
 
+	// Over the points a minute: a read and a write refused by the secondary limit.
+	points := startWorld(t, Config{SecondaryPointsPerMinute: 5})
+	pc := points.client(testToken, rec)
+	_, resp, err = pc.Actions.CreateOrgJITConfig(ctx, "acme", github.CreateJITConfigRequest{Name: "points", RunnerGroupID: 1, Labels: []string{"linux"}})
+	expectStatus(t, "write within the points", resp, err, http.StatusCreated)
+	_, resp, err = points.client(testToken, rec).Actions.ListOrganizationRunners(ctx, "acme", nil)
+	expectStatus(t, "read over the points", resp, err, http.StatusForbidden)
+	_, resp, err = points.client(testToken, rec).Actions.CreateOrgJITConfig(ctx, "acme", github.CreateJITConfigRequest{Name: "over", RunnerGroupID: 1, Labels: []string{"linux"}})
+	expectStatus(t, "write over the points", resp, err, http.StatusForbidden)
+
 	limited := startWorld(t, Config{Tokens: []string{"ghp_small"}, RateLimit: 1})
 	c := limited.client("ghp_small", rec)
 	_, resp, err = c.Actions.ListOrganizationRunners(ctx, "acme", nil)

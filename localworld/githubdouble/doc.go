@@ -18,6 +18,13 @@
 //     of events). HoldWebhooks parks deliveries until ReleaseWebhooks, which can release them in
 //     order, reversed or shuffled; Redeliver sends a delivery again under the same delivery id,
 //     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried.
+//   - GitHub's documented REST limits hold per credential: the primary budget (Config.RateLimit
+//     per Config.RateWindow, X-RateLimit-* on every answer, 403 with X-RateLimit-Remaining: 0
+//     once spent), the secondary points limit (Config.SecondaryPointsPerMinute over a rolling
+//     minute, a read 1 point, a write 5) and 100 concurrent requests, both refused with 403,
+//     Retry-After and GitHub's secondary-limit message. A refused request spends nothing.
+//     Runner-protocol calls are charged nothing. SetRateLimit, SetSecondaryPointsPerMinute and
+//     SetSecondaryRateLimit (every call refused) change the limits of a running double.
 //   - The clock is Config.Now, so rate-limit windows and token expiry can be tested without
 //     waiting.
 package githubdouble

@@ -111,8 +111,10 @@ type state struct {
 	regTokens   map[string]scopedToken
 	apiTokens   map[string]apiToken
 	budgets     map[string]*budget
-	secondary   time.Duration // Retry-After of the secondary limit; 0 = off
+	secondaries map[string]*secondaryBudget
+	secondary   time.Duration // Retry-After of the manual secondary limit; 0 = off
 	calls       map[CallKey]int
+	callLog     []Call
 	protoCalls  map[CallKey]int
 	secrets     []string
 	labelIDs    map[string]int64
@@ -138,6 +140,7 @@ func newState(cfg Config) *state {
 		regTokens:   map[string]scopedToken{},
 		apiTokens:   map[string]apiToken{},
 		budgets:     map[string]*budget{},
+		secondaries: map[string]*secondaryBudget{},
 		calls:       map[CallKey]int{},
 		protoCalls:  map[CallKey]int{},
 		labelIDs:    map[string]int64{},

@@ -2,11 +2,17 @@ package githubdouble
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"strconv"
 	"time"
 )
+
+// GitHub's rate limits, as "Rate limits for the REST API" documents them: a primary budget of
+// requests per credential per hour, and secondary limits on a burst (points a minute and
+// concurrent requests, secondary.go). A refused request spends nothing. GitHub answers a
+// refusal with 403 or 429; the double answers 403, which every client handles alike (go-github
+// tells the two limits apart by X-RateLimit-Remaining: 0 and by the secondary limit's
+// documentation_url, not by the status).
 
 // budget is one token's primary rate limit: a fixed window that starts with the first request,
 // as GitHub's does.
@@ -48,31 +54,58 @@ func (s *Server) setRateHeaders(w http.ResponseWriter, b *budget) {
 	h.Set("X-RateLimit-Resource", "core")
 }
 
-// admit applies the secondary and primary limits to one request of the budget named key. It
-// answers 403 and returns false when the request is refused.
-func (s *Server) admit(w http.ResponseWriter, key string) bool {
+// refusal says why a request is refused: the primary budget is spent, or a secondary limit
+// holds it back for retryAfter.
+type refusal struct {
+	primary    bool
+	retryAfter time.Duration
+}
+
+// admit applies the rate limits to one request (method) of the credential named key. It
+// answers 403 and returns false when the request is refused; otherwise the request is charged
+// and counted in flight until the returned release is called.
+func (s *Server) admit(w http.ResponseWriter, key, method string) (release func(), ok bool) {
 	s.mu.Lock()
 	b := s.budgetFor(key, s.cfg.RateLimit)
-	retryAfter := s.st.secondary
-	switch {
-	case retryAfter > 0:
-		s.setRateHeaders(w, b)
-		s.mu.Unlock()
-		w.Header().Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
-		writeError(w, http.StatusForbidden,
-			"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", docsSecondary)
-		return false
-	case b.remaining() == 0:
-		s.setRateHeaders(w, b)
-		s.mu.Unlock()
-		writeError(w, http.StatusForbidden,
-			fmt.Sprintf("API rate limit exceeded for %s.", budgetSubject(key)), docsRateLimit)
-		return false
+	why, refused := s.refuse(key, method, b)
+	if !refused {
+		b.spend()
+		s.chargeSecondary(key, method)
 	}
-	b.spend()
 	s.setRateHeaders(w, b)
 	s.mu.Unlock()
-	return true
+	switch {
+	case !refused:
+		return func() { s.releaseSecondary(key) }, true
+	case why.primary:
+		writeError(w, http.StatusForbidden,
+			fmt.Sprintf("API rate limit exceeded for %s.", budgetSubject(key)), docsRateLimit)
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(why.retryAfter)))
+		writeError(w, http.StatusForbidden, secondaryMessage, docsSecondary)
+	}
+	return nil, false
+}
+
+// refuse decides whether a request may go on. The manual switch comes first (tests turn it on
+// to make every call fail), then the primary budget (an exhausted hour answers with
+// X-RateLimit-Remaining: 0, whatever else holds), then the secondary limits. Callers hold s.mu.
+func (s *Server) refuse(key, method string, b *budget) (refusal, bool) {
+	switch {
+	case s.st.secondary > 0:
+		return refusal{retryAfter: s.st.secondary}, true
+	case b.remaining() == 0:
+		return refusal{primary: true}, true
+	}
+	if wait, over := s.secondaryWait(key, method); over {
+		return refusal{retryAfter: wait}, true
+	}
+	return refusal{}, false
+}
+
+// retryAfterSeconds renders a wait as GitHub's Retry-After: whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
 // budgetSubject names the budget's owner in the error message without echoing the token.
@@ -83,77 +116,18 @@ func budgetSubject(key string) string {
 	return "this token"
 }
 
-// SetSecondaryRateLimit switches GitHub's secondary ("abuse") rate limit on for every API
-// call, answering 403 with the given Retry-After; 0 switches it off.
-func (s *Server) SetSecondaryRateLimit(retryAfter time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.secondary = max(retryAfter, 0)
-}
-
-// CallKey identifies counted calls: the route template (e.g. "POST
-// /orgs/{org}/actions/runners/generate-jitconfig") and the status answered.
-type CallKey struct {
-	Route  string
-	Status int
-}
-
-func (s *Server) count(route string, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.calls[CallKey{Route: route, Status: status}]++
-}
-
-func (s *Server) countProtocol(route string, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.st.protoCalls[CallKey{Route: route, Status: status}]++
-}
-
-// Calls returns how many GitHub API calls each route answered with each status, including
-// refused ones (401, rate limited). Runner-protocol calls are not in it.
-func (s *Server) Calls() map[CallKey]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.st.calls)
-}
-
-// CallCount sums the API calls of one route template over all statuses.
-func (s *Server) CallCount(route string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k, v := range s.st.calls {
-		if k.Route == route {
-			n += v
-		}
+// SetRateLimit changes the primary budget for every credential: limit requests per window (0
+// means 5000 an hour, as in Config). Every credential starts a fresh window with its next
+// request. Tests of a shared world use it to shrink the budget for a while.
+func (s *Server) SetRateLimit(limit int, window time.Duration) {
+	if limit <= 0 {
+		limit = defaultRateLimit
 	}
-	return n
-}
-
-// TotalCalls sums all GitHub API calls.
-func (s *Server) TotalCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, v := range s.st.calls {
-		n += v
+	if window <= 0 {
+		window = time.Hour
 	}
-	return n
-}
-
-// RunnerProtocolCalls returns the counts of runner-protocol calls, which GitHub does not
-// charge to any API budget.
-func (s *Server) RunnerProtocolCalls() map[CallKey]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.st.protoCalls)
-}
-
-// ResetCalls clears both call counters.
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.st.calls)
-	clear(s.st.protoCalls)
+	s.cfg.RateLimit, s.cfg.RateWindow = limit, window
+	clear(s.st.budgets)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +115,71 @@ func TestUnknownTokenIs401(t *testing.T) {
 	w.ResetCalls()
 	if len(w.Calls()) != 0 {
 		t.Fatal("ResetCalls left counts behind")
+	}
+}
+
+// The hour spent: 403 with X-RateLimit-Remaining 0, the window's reset and every rate header,
+// no Retry-After (that is the secondary limit's), whatever the points say; the next window
+// admits again.
+func TestPrimaryExhaustionAnswer(t *testing.T) {
+	clock := newFakeClock()
+	w := startWorld(t, Config{RateLimit: 2, RateWindow: time.Minute, SecondaryPointsPerMinute: 6, Now: clock.Now})
+	reset := strconv.FormatInt(clock.Now().Add(time.Minute).Unix(), 10)
+	w.send(http.MethodDelete, pathUnknownRunner, testToken, nil)
+	w.send(http.MethodGet, pathListRunners, testToken, nil)
+	// Over both limits now (7 points > 6): the primary limit answers.
+	a := w.send(http.MethodDelete, pathUnknownRunner, testToken, nil)
+	want := map[string]string{
+		"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0", "X-RateLimit-Used": "2",
+		"X-RateLimit-Reset": reset, "X-RateLimit-Resource": "core",
+	}
+	for h, v := range want {
+		if got := a.header.Get(h); got != v {
+			t.Errorf("%s: %q, want %q", h, got, v)
+		}
+	}
+	if a.status != http.StatusForbidden || a.retryAfter() != -1 || !strings.Contains(a.body, "API rate limit exceeded") {
+		t.Fatalf("exhausted: %d Retry-After %d %s, want GitHub's primary 403", a.status, a.retryAfter(), a.body)
+	}
+	clock.Advance(time.Minute)
+	a = w.send(http.MethodGet, pathListRunners, testToken, nil)
+	if a.status != http.StatusOK || a.header.Get("X-RateLimit-Used") != "1" || a.header.Get("X-RateLimit-Remaining") != "1" {
+		t.Fatalf("next window: %d used %s", a.status, a.header.Get("X-RateLimit-Used"))
+	}
+}
+
+// SetRateLimit shrinks the budget of a running double and opens fresh windows; the call log
+// tells which window each call was counted in.
+func TestSetRateLimitAndCallLog(t *testing.T) {
+	clock := newFakeClock()
+	w := startWorld(t, Config{Now: clock.Now})
+	w.send(http.MethodGet, pathListRunners, testToken, nil)
+	w.ResetCalls()
+	w.SetRateLimit(1, 10*time.Second)
+	start := clock.Now()
+	ok := w.send(http.MethodGet, pathListRunners, testToken, nil)
+	refused := w.send(http.MethodGet, pathListRunners, testToken, nil)
+	if ok.status != http.StatusOK || ok.header.Get("X-RateLimit-Limit") != "1" || refused.status != http.StatusForbidden {
+		t.Fatalf("after SetRateLimit(1, 10s): %d (limit %s), then %d", ok.status, ok.header.Get("X-RateLimit-Limit"), refused.status)
+	}
+	clock.Advance(10 * time.Second)
+	w.send(http.MethodGet, pathListRunners, testToken, nil)
+	log := w.CallLog()
+	if len(log) != 3 {
+		t.Fatalf("call log %+v, want 3 calls", log)
+	}
+	first, second := start.Add(10*time.Second), start.Add(20*time.Second)
+	for i, want := range []Call{
+		{Route: "GET /orgs/{org}/actions/runners", Status: 200, At: start, RateReset: first},
+		{Route: "GET /orgs/{org}/actions/runners", Status: 403, At: start, RateReset: first},
+		{Route: "GET /orgs/{org}/actions/runners", Status: 200, At: first, RateReset: second},
+	} {
+		if got := log[i]; got.Route != want.Route || got.Status != want.Status || !got.At.Equal(want.At) || !got.RateReset.Equal(want.RateReset) {
+			t.Errorf("call %d: %+v, want %+v", i, got, want)
+		}
+	}
+	w.ResetCalls()
+	if len(w.CallLog()) != 0 {
+		t.Fatal("ResetCalls left the call log")
 	}
 }

@@ -36,10 +36,15 @@ type Config struct {
 	Tokens []string
 	// App, when set, enables GitHub App authentication and adds "installation" to webhooks.
 	App *AppConfig
-	// RateLimit is the request budget per token per RateWindow; 0 means 5000.
+	// RateLimit is the primary request budget per token per RateWindow; 0 means 5000.
 	RateLimit int
-	// RateWindow is the length of a rate-limit window; 0 means one hour.
+	// RateWindow is the length of a primary rate-limit window; 0 means one hour.
 	RateWindow time.Duration
+	// SecondaryPointsPerMinute is GitHub's secondary limit per credential: the points its REST
+	// calls may spend in a rolling minute (a GET, HEAD or OPTIONS costs 1, other methods 5).
+	// 0 means GitHub's 900; negative switches the points limit off. The limit of 100
+	// concurrent requests per credential always holds.
+	SecondaryPointsPerMinute int
 	// Now is the double's clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives debug logs (never credentials); nil discards them.
@@ -105,9 +110,15 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// defaultRateLimit is GitHub's hourly budget for a personal access token.
+const defaultRateLimit = 5000
+
 func applyDefaults(cfg *Config) {
 	if cfg.RateLimit == 0 {
-		cfg.RateLimit = 5000
+		cfg.RateLimit = defaultRateLimit
+	}
+	if cfg.SecondaryPointsPerMinute == 0 {
+		cfg.SecondaryPointsPerMinute = DefaultSecondaryPointsPerMinute
 	}
 	if cfg.RateWindow == 0 {
 		cfg.RateWindow = time.Hour
@@ -172,7 +183,7 @@ func (s *Server) routes() *http.ServeMux {
 
 // handleUnknownRoute answers like GitHub does for a path it does not serve.
 func (s *Server) handleUnknownRoute(w http.ResponseWriter, r *http.Request) {
-	s.count(routeUnmatched, http.StatusNotFound)
+	s.count(routeUnmatched, http.StatusNotFound, nil)
 	writeError(w, http.StatusNotFound, "Not Found", docsREST)
 }
 
