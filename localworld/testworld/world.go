@@ -31,6 +31,9 @@ type WorldOptions struct {
 	WorkDuration time.Duration
 	// GitHubRateLimit is the double's request budget per token per hour; zero means GitHub's 5000.
 	GitHubRateLimit int
+	// GitHubPointsPerMinute is the double's secondary rate limit per token: points a rolling
+	// minute (a read costs 1, a write 5); zero means GitHub's 900, negative switches it off.
+	GitHubPointsPerMinute int
 	// WebhookSecret signs the double's webhook deliveries; empty sends them unsigned (the
 	// starter's intake refuses those, so a world that feeds the intake sets one).
 	WebhookSecret string
@@ -108,10 +111,11 @@ func (w *World) startServers(ctx context.Context, opts WorldOptions) (err error)
 func (w *World) startGitHub(opts WorldOptions, logger *slog.Logger) (err error) {
 	w.GitHubToken = "ghp_" + randomHex(18)
 	w.GitHub, err = githubdouble.Start(githubdouble.Config{
-		Tokens:        []string{w.GitHubToken},
-		RateLimit:     opts.GitHubRateLimit,
-		WebhookSecret: opts.WebhookSecret,
-		Logger:        logger.With("part", "github-double"),
+		Tokens:                   []string{w.GitHubToken},
+		RateLimit:                opts.GitHubRateLimit,
+		SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
+		WebhookSecret:            opts.WebhookSecret,
+		Logger:                   logger.With("part", "github-double"),
 	})
 	if err != nil {
 		return fmt.Errorf("github double: %w", err)
