@@ -77,6 +77,12 @@ func (hq *hookQueue) setURL(url string) {
 	hq.url = url
 }
 
+func (hq *hookQueue) setSecret(secret string) {
+	hq.mu.Lock()
+	defer hq.mu.Unlock()
+	hq.secret = secret
+}
+
 // enqueue records a delivery and queues it (or parks it while holding). Without a webhook URL
 // nothing is recorded, as GitHub records nothing without a hook. It returns the delivery id.
 func (hq *hookQueue) enqueue(d Delivery) string {

@@ -102,6 +102,17 @@ func (s *Server) SendPing() (string, error) {
 // SetWebhookURL changes where later events are delivered; empty stops recording events.
 func (s *Server) SetWebhookURL(url string) { s.hooks.setURL(url) }
 
+// SetWebhookSecret changes the secret later deliveries are signed with, as editing a hook on
+// GitHub does; empty sends them unsigned. A test of a shared world uses it to feed an intake.
+func (s *Server) SetWebhookSecret(secret string) {
+	if secret != "" {
+		s.mu.Lock()
+		s.recordSecret(secret)
+		s.mu.Unlock()
+	}
+	s.hooks.setSecret(secret)
+}
+
 // Deliveries returns every delivery attempt so far, in the order they were queued.
 func (s *Server) Deliveries() []Delivery { return s.hooks.snapshot() }
 

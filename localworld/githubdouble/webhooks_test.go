@@ -66,6 +66,36 @@ func TestWebhookSignatureVerifiesWithGoGitHub(t *testing.T) {
 	}
 }
 
+// A hook's secret can change: later deliveries are signed with the new one, none after it is
+// cleared.
+func TestSetWebhookSecret(t *testing.T) {
+	hr := newHookReceiver(t)
+	w := startWorld(t, Config{WebhookURL: hr.URL, WebhookWorkers: 1})
+	queue := func() receivedHook {
+		t.Helper()
+		before := len(hr.all())
+		if _, err := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"linux"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitHooks(t, w.Server)
+		return hr.all()[before]
+	}
+	if h := queue(); h.header.Get("X-Hub-Signature-256") != "" {
+		t.Fatalf("unsigned hook sent signature %q", h.header.Get("X-Hub-Signature-256"))
+	}
+	w.SetWebhookSecret("later")
+	if h := queue(); h.header.Get("X-Hub-Signature-256") != Sign("later", h.body) {
+		t.Fatalf("signature %q, want one with the new secret", h.header.Get("X-Hub-Signature-256"))
+	}
+	if !slices.Contains(w.IssuedSecrets(), "later") {
+		t.Fatal("the new secret is not among the issued secrets")
+	}
+	w.SetWebhookSecret("")
+	if h := queue(); h.header.Get("X-Hub-Signature-256") != "" {
+		t.Fatal("signed after the secret was cleared")
+	}
+}
+
 func TestUserRepositoryEventHasNoOrganization(t *testing.T) {
 	hr := newHookReceiver(t)
 	w := startWorld(t, Config{WebhookURL: hr.URL})
