@@ -33,12 +33,13 @@ const (
 )
 
 // budgetFor returns the current window of a budget, opening a new one when the last expired.
-// Callers hold s.mu.
+// A window ends on the whole second X-RateLimit-Reset names, so a client that waits until the
+// reset it was told finds a fresh window. Callers hold s.mu.
 func (s *Server) budgetFor(key string, limit int) *budget {
 	now := s.now()
 	b, ok := s.st.budgets[key]
 	if !ok || !now.Before(b.reset) {
-		b = &budget{limit: limit, reset: now.Add(s.cfg.RateWindow)}
+		b = &budget{limit: limit, reset: now.Add(s.cfg.RateWindow).Truncate(time.Second)}
 		s.st.budgets[key] = b
 	}
 	return b

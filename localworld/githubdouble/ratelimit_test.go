@@ -183,3 +183,18 @@ func TestSetRateLimitAndCallLog(t *testing.T) {
 		t.Fatal("ResetCalls left the call log")
 	}
 }
+
+// X-RateLimit-Reset has whole seconds; the window ends on that second, not a fraction later,
+// so a client that waits until the reset it was told is admitted.
+func TestWindowEndsAtTheReportedReset(t *testing.T) {
+	clock := newFakeClock()
+	clock.Advance(500 * time.Millisecond)
+	w := startWorld(t, Config{RateLimit: 1, RateWindow: 10 * time.Second, Now: clock.Now})
+	w.send(http.MethodGet, pathListRunners, testToken, nil)
+	refused := w.send(http.MethodGet, pathListRunners, testToken, nil)
+	reset, _ := strconv.ParseInt(refused.header.Get("X-RateLimit-Reset"), 10, 64)
+	clock.Advance(time.Unix(reset, 0).Sub(clock.Now()))
+	if a := w.send(http.MethodGet, pathListRunners, testToken, nil); a.status != http.StatusOK {
+		t.Fatalf("at the reported reset: %d %s, want a fresh window", a.status, a.body)
+	}
+}
