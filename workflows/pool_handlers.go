@@ -96,6 +96,15 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 		p.endJob(r)
 	case RunnerPending, RunnerRegistering:
 		r.Busy = false
+	case RunnerDraining:
+		// A leaving runner's job, if it has one, is served by it (finishing, or over): it
+		// needs no other runner, so its reservation ends now rather than when the runner is
+		// gone, and the pool does not start a runner for it in between. Whether it still
+		// runs a job is its own word (before the change, a draining runner kept its last busy).
+		if workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
+			r.Busy = rep.Busy
+			p.endJob(r)
+		}
 	}
 }
 

@@ -389,7 +389,12 @@ func (h *poolHarness) finishJobs(names []string) {
 		ends := r.in.Spec.Ephemeral || r.drainAfter
 		h.mu.Unlock()
 		if ends {
-			h.end(name, RunnerDone, "job completed")
+			// As a runner workflow does: draining while it deletes its pod, then done.
+			h.mu.Lock()
+			r.state = RunnerDraining
+			h.mu.Unlock()
+			h.report(name, RunnerDraining, "job completed")
+			h.after(30*time.Second, func() { h.end(name, RunnerDone, "job completed") })
 			continue
 		}
 		h.end(name, RunnerIdle, "")

@@ -146,6 +146,9 @@ var oneRunnerPerJobScenario = poolScenario{
 		h.check(2*time.Minute, "a runner per queued job", func(st PoolStatus) bool { return countState(st, RunnerIdle, "") == 4 })
 		h.at(2*time.Minute+time.Second, func() { busy = h.startJobsWithIDs(201, 202, 203, 204) })
 		h.at(3*time.Minute, func() { h.finishJobs(busy) })
+		h.check(3*time.Minute+15*time.Second, "runners leaving after their jobs: their reservations ended, nothing started", func(st PoolStatus) bool {
+			return st.Reservations == 0 && countState(st, RunnerDraining, "") == 4 && st.Totals.Started == 4
+		})
 		h.check(4*time.Minute, "jobs done, runners gone, nothing reserved: no replacement", func(st PoolStatus) bool {
 			return len(st.Runners) == 0 && st.Reservations == 0
 		})

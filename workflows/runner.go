@@ -25,6 +25,8 @@ import (
 //   - changeReportJob (1): a busy runner that learns its job after it reported busy (busy seen
 //     first in a listing) reports again with the job, so the pool can end that job's reservation
 //     when the runner leaves it.
+//   - changeEphemeralDoneDrains (1): an ephemeral runner whose job completed reports draining
+//     (it is leaving) instead of idle.
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
@@ -172,6 +174,9 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 // finish removes a runner whose work is over: unregister (retried while GitHub says busy, so
 // a busy runner is never removed), delete the pod, delete the Secret.
 func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) {
+	// Every way a runner's work ends leaves it running no job (its process exited, its job is
+	// done, or it was drained idle), whatever the last job signal said.
+	r.obs.setBusy(false)
 	r.setState(ctx, RunnerDraining, end.reason)
 	if err := r.cleanup(ctx, end); err != nil {
 		return r.fail(ctx, err)
@@ -277,8 +282,11 @@ func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string
 	r.report(ctx, state, reason)
 }
 
-// changeReportJob gates the extra busy report that carries a job learned after busy.
-const changeReportJob = "report-job-to-pool"
+// Change ids of the runner workflow (see the list at the top of this file).
+const (
+	changeReportJob           = "report-job-to-pool"
+	changeEphemeralDoneDrains = "ephemeral-done-drains"
+)
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.
 func (r *runner) jobNews(state RunnerState) bool {
@@ -293,7 +301,7 @@ func (r *runner) report(ctx workflow.Context, state RunnerState, reason string) 
 	}
 	report := RunnerStateReport{
 		Runner: r.in.Name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot,
-		RunnerID: r.reg.RunnerID, Reason: reason,
+		RunnerID: r.reg.RunnerID, Reason: reason, Busy: r.obs.Busy,
 	}
 	if state == RunnerBusy {
 		report.JobID, r.reportedJob = r.obs.JobID, r.obs.JobID

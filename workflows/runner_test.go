@@ -38,9 +38,16 @@ func TestRunnerEphemeralHappyPath(t *testing.T) {
 	if res != want {
 		t.Errorf("result = %+v, want %+v", res, want)
 	}
-	wantStates := []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerIdle, RunnerDraining, RunnerDone}
+	// After its job an ephemeral runner is leaving: draining, never idle again (its pool must
+	// not count it as free capacity); the job it ran travels with its busy report.
+	wantStates := []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining, RunnerDone}
 	if got := h.reportedStates(); !slices.Equal(got, wantStates) {
 		t.Errorf("reported states = %v, want %v", got, wantStates)
+	}
+	for _, rep := range h.reports {
+		if rep.State == RunnerBusy && rep.JobID != 100 {
+			t.Errorf("busy report %+v does not name the job (100): the pool could not end its reservation", rep)
+		}
 	}
 	if h.lastSAState() != string(RunnerDone) {
 		t.Errorf("RunnerState search attribute = %q, want done", h.lastSAState())

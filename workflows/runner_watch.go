@@ -17,7 +17,7 @@ func (r *runner) watch(ctx workflow.Context) ending {
 	defer r.stopTimer()
 	for {
 		r.drainSignals()
-		r.setState(ctx, r.derivedState(), "")
+		r.setState(ctx, r.derivedState(ctx), "")
 		if ctx.Err() != nil {
 			return ending{kind: endCancelled, reason: "cancelled"}
 		}
@@ -40,10 +40,15 @@ func (r *runner) watch(ctx workflow.Context) ending {
 	}
 }
 
-// derivedState is the state the observations imply while the runner is being watched.
-func (r *runner) derivedState() RunnerState {
+// derivedState is the state the observations imply while the runner is being watched. An
+// ephemeral runner whose job is done is leaving (its pod exits by itself): it reports draining,
+// not idle, so its pool counts it neither as free capacity nor as the job's runner.
+func (r *runner) derivedState(ctx workflow.Context) RunnerState {
 	switch {
 	case r.obs.Drain != nil:
+		return RunnerDraining
+	case r.limits.ephemeral && !r.obs.JobDoneAt.IsZero() && !r.obs.Busy &&
+		workflow.GetVersion(ctx, changeEphemeralDoneDrains, workflow.DefaultVersion, 1) >= 1:
 		return RunnerDraining
 	case !r.obs.Online:
 		return RunnerRegistering

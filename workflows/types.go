@@ -137,6 +137,9 @@ type RunnerStateReport struct {
 	// that job's reservation when the runner leaves it, without waiting for the completed
 	// webhook. Zero while the job is not known (busy seen only in a runner listing).
 	JobID int64 `json:"jobId,omitempty"`
+	// Busy says whether the runner still runs a job: a runner drained mid-job is draining and
+	// busy; one leaving after its work ended (pod exited, job done) is draining and not busy.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.
