@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local test world once per machine: the Temporal CLI (dev server,
-# Web UI, operator commands), kube-apiserver and etcd, and fetches GitHub's published OpenAPI
-# description for the contract test. Everything lands in a per-machine cache keyed by version, so
+# Web UI, operator commands), kube-apiserver and etcd, kube-controller-manager (the world's
+# garbage collector), actions-runner-controller (the benchmark's peer, with its CRDs), and fetches
+# GitHub's published OpenAPI description for the contract test. Everything lands in a per-machine cache keyed by version, so
 # a warm run (even from a fresh clone) builds nothing; bin/ in the repository links to it.
 set -euo pipefail
 
@@ -11,6 +12,8 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
 temporal_version=1.5.1
 kubernetes_version=v1.34.4
+# actions-runner-controller, the benchmark's peer: the version tools/arc/go.mod requires.
+arc_version=v0.27.6
 octokit_openapi_version=23.0.2
 octokit_webhooks_examples_version=7.6.1
 
@@ -41,6 +44,43 @@ build_kubernetes() {
   mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
 }
 
+build_kube_controller_manager() {
+  local out=$cache/kubernetes-$kubernetes_version
+  [ -x "$out/kube-controller-manager" ] && return
+  log "building kube-controller-manager $kubernetes_version (minutes on a cold machine)"
+  mkdir -p "$out"
+  local minor=${kubernetes_version#v1.}; minor=${minor%%.*}
+  local v=k8s.io/component-base/version
+  go -C "$repo/tools/k8s" build \
+    -ldflags "-X $v.gitVersion=$kubernetes_version -X $v.gitMajor=1 -X $v.gitMinor=$minor" \
+    -o "$out/kube-controller-manager.tmp" k8s.io/kubernetes/cmd/kube-controller-manager
+  mv "$out/kube-controller-manager.tmp" "$out/kube-controller-manager"
+}
+
+# ARC's controller manager and GitHub webhook server, built from its module as released, and its
+# actions.summerwind.dev CRDs taken from the same module (one multi-document file).
+build_arc() {
+  local out=$cache/arc-$arc_version
+  [ -x "$out/arc-controller-manager" ] && [ -x "$out/arc-github-webhook-server" ] && [ -s "$out/arc-crds.yaml" ] && return
+  log "building actions-runner-controller $arc_version (minutes on a cold machine)"
+  mkdir -p "$out"
+  local module=github.com/actions/actions-runner-controller
+  go -C "$repo/tools/arc" build -ldflags "-X $module/build.Version=$arc_version" \
+    -o "$out/arc-controller-manager.tmp" "$module"
+  go -C "$repo/tools/arc" build -ldflags "-X $module/build.Version=$arc_version" \
+    -o "$out/arc-github-webhook-server.tmp" "$module/cmd/githubwebhookserver"
+  local src
+  src=$(go -C "$repo/tools/arc" list -m -f '{{.Dir}}' "$module")
+  local crd
+  : >"$out/arc-crds.yaml.tmp"
+  for crd in "$src"/config/crd/bases/actions.summerwind.dev_*.yaml; do
+    { echo "---"; cat "$crd"; } >>"$out/arc-crds.yaml.tmp"
+  done
+  mv "$out/arc-controller-manager.tmp" "$out/arc-controller-manager"
+  mv "$out/arc-github-webhook-server.tmp" "$out/arc-github-webhook-server"
+  mv "$out/arc-crds.yaml.tmp" "$out/arc-crds.yaml"
+}
+
 fetch_github_openapi() {
   local out=$cache/octokit-openapi-$octokit_openapi_version
   [ -s "$out/ghec.json" ] && return
@@ -68,15 +108,21 @@ link() { mkdir -p "$repo/bin"; ln -sfn "$1" "$repo/bin/$2"; }
 case "${1:-all}" in
   temporal) build_temporal ;;
   kubernetes) build_kubernetes ;;
+  kube-controller-manager) build_kube_controller_manager ;;
+  arc) build_arc ;;
   github-openapi) fetch_github_openapi ;;
   webhook-examples) fetch_webhook_examples ;;
-  all) build_temporal; build_kubernetes; fetch_github_openapi; fetch_webhook_examples ;;
-  *) echo "usage: $0 [all|temporal|kubernetes|github-openapi|webhook-examples]" >&2; exit 2 ;;
+  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; fetch_github_openapi; fetch_webhook_examples ;;
+  *) echo "usage: $0 [all|temporal|kubernetes|kube-controller-manager|arc|github-openapi|webhook-examples]" >&2; exit 2 ;;
 esac
 
 [ -x "$cache/temporal-$temporal_version/temporal" ] && link "$cache/temporal-$temporal_version/temporal" temporal
 [ -x "$cache/kubernetes-$kubernetes_version/kube-apiserver" ] && link "$cache/kubernetes-$kubernetes_version/kube-apiserver" kube-apiserver
 [ -x "$cache/kubernetes-$kubernetes_version/etcd" ] && link "$cache/kubernetes-$kubernetes_version/etcd" etcd
+[ -x "$cache/kubernetes-$kubernetes_version/kube-controller-manager" ] && link "$cache/kubernetes-$kubernetes_version/kube-controller-manager" kube-controller-manager
+for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml; do
+  [ -s "$cache/arc-$arc_version/$f" ] && link "$cache/arc-$arc_version/$f" "$f"
+done
 [ -s "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" ] && link "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" github-openapi.json
 [ -s "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" ] && link "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" github-webhook-examples.json
 exit 0
