@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +31,10 @@ import (
 // margin is for a 2-core machine that is compiling at the same time.
 const readyTimeout = 90 * time.Second
 
-// Kube is a running etcd + kube-apiserver on 127.0.0.1 with RBAC on. There is no
-// controller-manager, scheduler or kubelet: nothing garbage-collects, nothing schedules, and
-// pods run only if something (the runner simulator) plays the kubelet.
+// Kube is a running etcd + kube-apiserver on 127.0.0.1 with RBAC on. There is no scheduler or
+// kubelet: nothing schedules, and pods run only if something (the runner simulator) plays the
+// kubelet. Owner-reference garbage collection happens only once StartGarbageCollector has
+// started the controller-manager's garbage collector.
 type Kube struct {
 	// Config is an admin (system:masters) client config.
 	Config *rest.Config
@@ -43,14 +45,39 @@ type Kube struct {
 	Dir string
 
 	client   kubernetes.Interface
-	procs    []*process // in start order; stopped in reverse
+	port     int
+	caPEM    []byte
+	tokens   map[string]string // user → static bearer token (KubeOptions.Users)
+	auditLog string            // the API server's audit log; empty when not auditing
+	procs    []*process        // in start order; stopped in reverse
+	procsMu  sync.Mutex        // guards procs: parts like the garbage collector join later
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// KubeOptions configures StartKubeWith.
+type KubeOptions struct {
+	// Dir holds certificates, etcd's data and the processes' log files.
+	Dir string
+	// Users are identities of their own for processes whose requests must be told apart at the
+	// API server (a peer controller, the garbage collector): each gets a static bearer token in
+	// group system:masters, and KubeconfigFor writes its kubeconfig.
+	Users []string
+	// AuditWrites records every write of Users (create, update, patch, delete, by resource and
+	// object) in the API server's audit log; AuditedWrites reads it.
+	AuditWrites bool
 }
 
 // StartKube starts etcd and kube-apiserver on free 127.0.0.1 ports under dir and waits until
 // the API server answers /readyz. ctx bounds the start only; the processes run until Stop.
 func StartKube(ctx context.Context, dir string) (*Kube, error) {
+	return StartKubeWith(ctx, KubeOptions{Dir: dir})
+}
+
+// StartKubeWith is StartKube with identities of their own and, on demand, an audit log of
+// their writes.
+func StartKubeWith(ctx context.Context, opts KubeOptions) (*Kube, error) {
+	dir := opts.Dir
 	etcdBin, err := ToolPath("etcd")
 	if err != nil {
 		return nil, err
@@ -70,15 +97,19 @@ func StartKube(ctx context.Context, dir string) (*Kube, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kube{Dir: dir, KubeconfigPath: filepath.Join(dir, "kubeconfig")}
+	k := &Kube{Dir: dir, KubeconfigPath: filepath.Join(dir, "kubeconfig"), port: ports[2], caPEM: certs.caPEM}
+	extra, err := k.identityArgs(opts)
+	if err != nil {
+		return nil, err
+	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	if err := k.startEtcd(etcdBin, etcdURL, ports[1]); err != nil {
 		return nil, err
 	}
-	if err := k.startAPIServer(apiserverBin, etcdURL, ports[2], certs); err != nil {
+	if err := k.startAPIServer(apiserverBin, etcdURL, certs, extra); err != nil {
 		return nil, errors.Join(err, k.Stop())
 	}
-	if err := k.connect(ports[2], certs); err != nil {
+	if err := k.connect(certs); err != nil {
 		return nil, errors.Join(err, k.Stop())
 	}
 	if err := k.waitReady(ctx); err != nil {
@@ -107,19 +138,21 @@ func (k *Kube) startEtcd(bin, clientURL string, peerPort int) error {
 	return nil
 }
 
-func (k *Kube) startAPIServer(bin, etcdURL string, port int, certs *pki) error {
-	p, err := startProcess(k.Dir, "kube-apiserver", bin,
-		"--etcd-servers="+etcdURL,
+// startAPIServer starts kube-apiserver; extra are the flags of KubeOptions (static tokens, audit).
+func (k *Kube) startAPIServer(bin, etcdURL string, certs *pki, extra []string) error {
+	port := k.port
+	args := append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+k.Dir,
-		"--tls-cert-file="+certs.ServingCert,
-		"--tls-private-key-file="+certs.ServingKey,
-		"--client-ca-file="+certs.CACert,
-		"--service-account-issuer=https://127.0.0.1:"+strconv.Itoa(port),
-		"--service-account-key-file="+certs.ServiceAcctPK,
-		"--service-account-signing-key-file="+certs.ServiceAcctSK,
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + k.Dir,
+		"--tls-cert-file=" + certs.ServingCert,
+		"--tls-private-key-file=" + certs.ServingKey,
+		"--client-ca-file=" + certs.CACert,
+		"--service-account-issuer=https://127.0.0.1:" + strconv.Itoa(port),
+		"--service-account-key-file=" + certs.ServiceAcctPK,
+		"--service-account-signing-key-file=" + certs.ServiceAcctSK,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		// No controller-manager creates the default ServiceAccount, so the admission plugin
@@ -128,7 +161,8 @@ func (k *Kube) startAPIServer(bin, etcdURL string, port int, certs *pki) error {
 		"--allow-privileged=true",
 		// No Endpoints for the kubernetes Service: there is no network to reach it over.
 		"--endpoint-reconciler-type=none",
-	)
+	}, extra...)
+	p, err := startProcess(k.Dir, "kube-apiserver", bin, args...)
 	if err != nil {
 		return err
 	}
@@ -137,8 +171,8 @@ func (k *Kube) startAPIServer(bin, etcdURL string, port int, certs *pki) error {
 }
 
 // connect builds the admin client config and writes the kubeconfig file.
-func (k *Kube) connect(port int, certs *pki) error {
-	host := "https://127.0.0.1:" + strconv.Itoa(port)
+func (k *Kube) connect(certs *pki) error {
+	host := k.host()
 	k.Config = &rest.Config{
 		Host: host,
 		TLSClientConfig: rest.TLSClientConfig{
@@ -178,7 +212,7 @@ func (k *Kube) waitReady(ctx context.Context) error {
 		if last = probeReady(ctx, httpClient, k.Config.Host+"/readyz"); last == nil {
 			return nil
 		}
-		for _, p := range k.procs {
+		for _, p := range k.processes() {
 			if p.hasExited() {
 				return fmt.Errorf("%s exited during start: %v", p.name, p.waitErr)
 			}
@@ -207,13 +241,14 @@ func probeReady(ctx context.Context, c *http.Client, url string) error {
 	return nil
 }
 
-// Stop kills kube-apiserver and etcd (with their process groups) and waits for them to exit.
-// It is safe to call more than once.
+// Stop kills kube-apiserver and etcd, and the garbage collector if it runs (with their process
+// groups), and waits for them to exit. It is safe to call more than once.
 func (k *Kube) Stop() error {
 	k.stopOnce.Do(func() {
 		var errs []error
-		for i := len(k.procs) - 1; i >= 0; i-- {
-			errs = append(errs, k.procs[i].kill())
+		procs := k.processes()
+		for i := len(procs) - 1; i >= 0; i-- {
+			errs = append(errs, procs[i].kill())
 		}
 		k.stopErr = errors.Join(errs...)
 	})
@@ -223,11 +258,29 @@ func (k *Kube) Stop() error {
 // logTails returns the end of every process log, for start errors.
 func (k *Kube) logTails() string {
 	var b strings.Builder
-	for _, p := range k.procs {
+	for _, p := range k.processes() {
 		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.name, p.logPath, tail(p.logPath, 4096))
 	}
 	return b.String()
 }
+
+// processes returns the world's Kubernetes processes in start order.
+func (k *Kube) processes() []*process {
+	k.procsMu.Lock()
+	defer k.procsMu.Unlock()
+	return slices.Clone(k.procs)
+}
+
+// addProcess records a process that joined the cluster after its start, so Stop ends it
+// (first: it is the newest).
+func (k *Kube) addProcess(p *process) {
+	k.procsMu.Lock()
+	defer k.procsMu.Unlock()
+	k.procs = append(k.procs, p)
+}
+
+// host is the API server's URL.
+func (k *Kube) host() string { return "https://127.0.0.1:" + strconv.Itoa(k.port) }
 
 // NewNamespace creates a namespace named after the test (DNS-safe, with a unique suffix from
 // the API server) and deletes it when the test ends. Without a controller-manager a deleted

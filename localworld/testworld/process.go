@@ -20,8 +20,15 @@ type process struct {
 }
 
 // startProcess runs bin in its own process group with stdout and stderr going to
-// dir/<name>.log.
+// dir/<name>.log. It inherits the test process's environment.
 func startProcess(dir, name, bin string, args ...string) (*process, error) {
+	return startProcessWithEnv(dir, name, bin, nil, args...)
+}
+
+// startProcessWithEnv is startProcess with exactly the environment env (nil inherits the
+// test process's): a peer that reads credentials from its environment gets only those it is
+// meant to have.
+func startProcessWithEnv(dir, name, bin string, env []string, args ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -29,6 +36,7 @@ func startProcess(dir, name, bin string, args ...string) (*process, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own group, so Stop also reaches any children it starts.
