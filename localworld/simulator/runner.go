@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
@@ -39,7 +38,7 @@ func (p podRef) String() string { return p.Namespace + "/" + p.Name }
 type runner struct {
 	s    *Simulator
 	ref  podRef
-	name string // runner name: the runnerflow.dev/runner label
+	name string // runner name: the runnerflow.dev/runner label (an ARC pod's name)
 	log  *slog.Logger
 
 	// life ends when the pod leaves the informer or the simulator stops; work also ends when
@@ -62,7 +61,7 @@ func newRunner(s *Simulator, pod *corev1.Pod) *runner {
 	life, endLife := context.WithCancel(s.ctx)
 	work, endWork := context.WithCancel(life)
 	ref := podRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
-	name := pod.Labels[runnerpod.LabelRunner]
+	name := runnerNameOf(pod)
 	return &runner{
 		s: s, ref: ref, name: name, log: s.log.With("runner", name, "pod", ref.String()),
 		life: life, endLife: endLife, work: work, endWork: endWork,

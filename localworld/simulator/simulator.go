@@ -1,5 +1,5 @@
 // Package simulator plays the kubelet and the GitHub Actions runner for the pods runnerflow
-// creates, so tests and demos run end to end against a real kube-apiserver (which has no
+// creates (and those of actions-runner-controller, the benchmark's peer: see arcpod.go), so tests and demos run end to end against a real kube-apiserver (which has no
 // kubelet and no container runtime here) and the GitHub double. It is test tooling: one
 // goroutine per live pod, and no claim to scale.
 //
@@ -184,10 +184,14 @@ func (s *Simulator) Run(ctx context.Context) error {
 	return err
 }
 
-// startInformers starts one pod informer per namespace (one for all when none are named),
-// restricted to runner pods, and waits for their caches.
+// startInformers starts pod informers per namespace (all namespaces when none are named),
+// one for runnerflow's runner pods and one for ARC's, and waits for their caches.
 func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInformerFactory, error) {
-	selector, err := runnerPodSelector()
+	runnerflowPods, err := runnerPodSelector()
+	if err != nil {
+		return nil, err
+	}
+	arcPods, err := arcPodSelector()
 	if err != nil {
 		return nil, err
 	}
@@ -197,19 +201,13 @@ func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInfor
 	}
 	var factories []informers.SharedInformerFactory
 	for _, ns := range namespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
-			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-		inf := f.Core().V1().Pods().Informer()
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { s.observeObj(obj) },
-			UpdateFunc: func(_, obj any) { s.observeObj(obj) },
-			DeleteFunc: s.forgetObj,
-		}); err != nil {
-			return nil, fmt.Errorf("simulator: pod informer: %w", err)
+		for _, selector := range []string{runnerflowPods, arcPods} {
+			f, err := s.startInformer(ctx, ns, selector)
+			if err != nil {
+				return factories, err
+			}
+			factories = append(factories, f)
 		}
-		f.Start(ctx.Done())
-		factories = append(factories, f)
 	}
 	for _, f := range factories {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
@@ -219,6 +217,23 @@ func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInfor
 		}
 	}
 	return factories, nil
+}
+
+// startInformer starts a pod informer for one namespace and label selector.
+func (s *Simulator) startInformer(ctx context.Context, ns, selector string) (informers.SharedInformerFactory, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0,
+		informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.observeObj(obj) },
+		UpdateFunc: func(_, obj any) { s.observeObj(obj) },
+		DeleteFunc: s.forgetObj,
+	}); err != nil {
+		return nil, fmt.Errorf("simulator: pod informer: %w", err)
+	}
+	f.Start(ctx.Done())
+	return f, nil
 }
 
 // runnerPodSelector selects pods runnerflow manages that carry a runner name.

@@ -73,7 +73,7 @@ func parseRunnerSpec(pod *corev1.Pod) (runnerSpec, error) {
 	spec := runnerSpec{mode: modeToken, credential: src, group: env[runnerpod.EnvRunnerGroup].Value}
 	spec.name = env[runnerpod.EnvRunnerName].Value
 	if spec.name == "" {
-		spec.name = pod.Labels[runnerpod.LabelRunner]
+		spec.name = runnerNameOf(pod)
 	}
 	spec.labels = splitLabels(env[runnerpod.EnvRunnerLabels].Value)
 	if v := env[runnerpod.EnvRunnerEphemeral].Value; v != "" {
