@@ -3,7 +3,7 @@ GO ?= go
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo test tools vet bench
+.PHONY: demo test tools vet bench bench-arc
 
 ## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
 demo: tools
@@ -19,6 +19,11 @@ test: tools
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
+
+## bench-arc: the bursts of runnerflow and of actions-runner-controller v0.27.6, one after the other, side by side
+## (figures 1, 2 and 4 with the ratio runnerflow / ARC; see docs/benchmarks.md).
+bench-arc: tools
+	$(GO) run ./bench --peer arc --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
 
 ## tools: build the Temporal CLI, kube-apiserver and etcd, fetch GitHub's OpenAPI description (cached per machine).
 tools:

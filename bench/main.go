@@ -3,7 +3,9 @@
 // figures: scale-up latency under a burst of queued jobs, GitHub REST calls per runner
 // lifecycle and per webhook event, Temporal history events and billable actions, Kubernetes
 // writes per runner, worker memory per idle runner workflow, and the starter's webhook
-// throughput. --out writes the same numbers as JSON. docs/benchmarks.md explains each figure.
+// throughput. --out writes the same numbers as JSON. --peer arc then runs the same bursts with
+// actions-runner-controller in a fresh world of its own and prints figures 1, 2 and 4 of both
+// side by side with their ratio. docs/benchmarks.md explains each figure.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -58,6 +61,11 @@ type Options struct {
 	LogPath string
 	// Skip names phases not to run: burst, throughput, memory.
 	Skip []string
+	// Peer names a system to measure beside runnerflow after its phases, with the same bursts
+	// in a fresh world of its own ("arc": actions-runner-controller); empty for none.
+	Peer string
+	// PeerSyncPeriod is the peer's resync period (ARC's --sync-period; default ARC's 1m).
+	PeerSyncPeriod time.Duration
 }
 
 func main() {
@@ -104,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (50)")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
+	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with this system, in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+")")
+	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
@@ -162,23 +172,48 @@ func (o Options) validate() error {
 		return errors.New("--kube-qps, --kube-burst and --memory-kube-qps must not be negative")
 	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:
 		return errors.New("--rate × --load-duration offers no webhook at all")
+	case o.Peer != "" && o.Peer != peerARC:
+		return fmt.Errorf("--peer: unknown peer %q (arc)", o.Peer)
+	case o.Peer != "" && !o.runs("burst"):
+		return errors.New("--peer compares the bursts: it cannot skip burst")
+	case o.Peer != "" && o.PeerSyncPeriod <= 0:
+		return errors.New("--peer-sync-period must be positive")
 	}
 	return nil
 }
 
 func (o Options) runs(phase string) bool { return !slices.Contains(o.Skip, phase) }
 
-// run starts the world, runs the phases in order (bursts, throughput, then memory, which
-// replaces the in-process worker with the worker binary) and returns the results. A phase that
-// fails is recorded in Results.Failures and the next one runs; an interrupt stops the run.
+// run runs runnerflow's phases and then, with --peer, the peer's bursts in a world of its
+// own, and returns the results. A phase that fails is recorded in Results.Failures and the
+// next one runs; an interrupt stops the run.
 func run(ctx context.Context, opts Options, progress io.Writer) (Results, error) {
 	began := time.Now()
 	res := Results{Date: began.Format("2006-01-02"), Machine: machine(), Options: summaryOf(opts)}
-	e, err := startEnv(ctx, opts, progress)
+	logPath, err := runRunnerflow(ctx, opts, progress, &res)
 	if err != nil {
 		return res, err
 	}
+	if opts.Peer != "" {
+		if err := runPeer(ctx, opts, progress, logPath, &res); err != nil {
+			return res, err
+		}
+	}
+	res.Seconds = round1(time.Since(began).Seconds())
+	res.Machine.LoadEnd = loadAverage()
+	return res, nil
+}
+
+// runRunnerflow starts the world, runs the phases in order (bursts, throughput, then memory,
+// which replaces the in-process worker with the worker binary) into res, stops the world and
+// returns the log file's path.
+func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *Results) (string, error) {
+	e, err := startEnv(ctx, opts, progress)
+	if err != nil {
+		return "", err
+	}
 	defer e.stop()
+	logPath := e.logFile.Name()
 	e.say("test world up (Temporal %s, kube-apiserver, GitHub double, simulator)", e.world.Temporal.Address)
 	failed := func(phase string, err error) bool {
 		res.Failures = append(res.Failures, phase+": "+err.Error())
@@ -191,7 +226,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 		}
 		b, err := e.burst(ctx, n)
 		if err != nil && failed(fmt.Sprintf("burst of %d jobs", n), err) {
-			return res, ctx.Err()
+			return logPath, ctx.Err()
 		}
 		if err == nil {
 			res.Bursts = append(res.Bursts, b)
@@ -200,7 +235,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 	if opts.runs("throughput") {
 		t, err := e.throughput(ctx)
 		if err != nil && failed("throughput", err) {
-			return res, ctx.Err()
+			return logPath, ctx.Err()
 		}
 		if err == nil {
 			res.Throughput = &t
@@ -209,21 +244,19 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 	if opts.runs("memory") {
 		m, err := e.memory(ctx)
 		if err != nil && failed("memory", err) {
-			return res, ctx.Err()
+			return logPath, ctx.Err()
 		}
 		// Points measured before a failure are kept.
 		res.Memory = &m
 	}
-	res.Seconds = round1(time.Since(began).Seconds())
-	res.Machine.LoadEnd = loadAverage()
-	return res, nil
+	return logPath, nil
 }
 
 func summaryOf(o Options) OptionsSummary {
 	return OptionsSummary{
 		Jobs: o.Jobs, IdleRunners: o.Idle, Rate: o.Rate, LoadSeconds: o.LoadDuration.Seconds(),
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
-		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS,
+		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS, Peer: o.Peer,
 	}
 }
 

@@ -54,6 +54,7 @@ func printTable(w io.Writer, r Results) {
 		row(tw, "FAILED", "", f)
 	}
 	_ = tw.Flush()
+	printPeer(w, r)
 }
 
 // printHeader says where and under which settings the figures were measured.

@@ -12,6 +12,8 @@ type Results struct {
 	Memory *MemoryResult `json:"memory,omitempty"`
 	// Throughput holds figure 6 and the per-webhook-event costs of figures 2 and 3.
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).
+	Peer *PeerResult `json:"peer,omitempty"`
 	// Failures name the phases that failed and why; their figures are missing.
 	Failures []string `json:"failures,omitempty"`
 	// Seconds is how long the whole run took.
@@ -44,6 +46,8 @@ type OptionsSummary struct {
 	KubeBurst int     `json:"kubeBurst"`
 	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase; 0 is its default.
 	MemoryKubeQPS float64 `json:"memoryKubeQPS"`
+	// Peer is the system measured beside runnerflow (--peer), empty for none.
+	Peer string `json:"peer,omitempty"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
@@ -155,4 +159,51 @@ type ThroughputResult struct {
 	Temporal            HistoryCost `json:"temporal"`
 	EventsPerEvent      float64     `json:"historyEventsPerEvent"`
 	ActionsPerEvent     float64     `json:"actionsPerEvent"`
+}
+
+// PeerResult is a peer's figures 1, 2 and 4 for the same bursts, measured the same way in a
+// fresh world of its own (bench --peer), for the side-by-side table.
+type PeerResult struct {
+	// Name and Version identify the peer: actions-runner-controller and its release.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// SyncPeriodSeconds is ARC's --sync-period: how often it reconciles every resource again,
+	// which bounds how late it scales down.
+	SyncPeriodSeconds float64 `json:"syncPeriodSeconds"`
+	// BatchSeconds is how long ARC's webhook server batches scale requests (fixed by ARC).
+	BatchSeconds float64 `json:"batchSeconds"`
+	// ScaleDownDelaySeconds is the autoscalers' scale-down delay after a scale-out, the same
+	// as the runnerflow pools' scale-down delay.
+	ScaleDownDelaySeconds float64           `json:"scaleDownDelaySeconds"`
+	Bursts                []PeerBurstResult `json:"bursts"`
+}
+
+// PeerBurstResult is figures 1, 2 and 4 of the peer for one burst of N queued jobs.
+type PeerBurstResult struct {
+	Jobs  int `json:"jobs"`
+	Pools int `json:"pools"`
+	// Runners is the number of runner lifecycles (ARC Runner resources) the burst caused.
+	Runners int `json:"runners"`
+	// JobsOnPeerPods counts the jobs whose runner was a pod the peer created: all of them.
+	JobsOnPeerPods int `json:"jobsOnPeerPods"`
+	// WebhooksSent counts the burst's webhook deliveries to the peer (queued, in_progress and
+	// completed), WebhooksRefused those it did not answer with 2xx.
+	WebhooksSent    int `json:"webhooksSent"`
+	WebhooksRefused int `json:"webhooksRefused"`
+	// Seconds is the whole phase: first webhook to the peer scaled back to zero.
+	Seconds    float64          `json:"seconds"`
+	Latency    PeerLatency      `json:"latency"`
+	GitHub     GitHubResult     `json:"github"`
+	Kubernetes KubernetesResult `json:"kubernetes"`
+	// GarbageCollectorWrites are the garbage collector's deletes of the peer's objects,
+	// included in Kubernetes.Writes: the peer leaves its pods to it.
+	GarbageCollectorWrites int `json:"garbageCollectorWrites"`
+}
+
+// PeerLatency is figure 1 for the peer: per job, from the peer receiving its queued webhook.
+type PeerLatency struct {
+	ToPodCreate       Percentiles `json:"toPodCreate"`
+	ToOnline          Percentiles `json:"toRunnerOnline"`
+	ToStarted         Percentiles `json:"toJobStarted"`
+	AllStartedSeconds float64     `json:"allStartedSeconds"`
 }
