@@ -2,6 +2,7 @@ package testworld
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -10,12 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/runnerflow/runnerflow/localworld/kubewrites"
 )
 
 // TestGarbageCollectorAndAuditedWrites starts a cluster with two identities of their own and
 // an audit log of their writes, and the garbage collector: a Secret owned by a deleted pod
 // goes, as in a real cluster, and the audit log names who wrote what (the test's creates and
-// delete, the collector's delete of the Secret), with the created object's name.
+// delete, the collector's delete of the Secret), with the created object's name. The audit
+// log counts a client's writes as the counting transport (localworld/kubewrites) does, refused
+// ones included, so the benchmark can count a peer's writes from the log and runnerflow's from
+// the transport.
 func TestGarbageCollectorAndAuditedWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -36,7 +42,8 @@ func TestGarbageCollectorAndAuditedWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := kubernetes.NewForConfigOrDie(cfg)
+	counter := kubewrites.NewCounter()
+	c := kubernetes.NewForConfigOrDie(counter.Wrap(cfg))
 	pod, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "owner"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}},
@@ -49,6 +56,9 @@ func TestGarbageCollectorAndAuditedWrites(t *testing.T) {
 	}}}
 	if _, err := c.CoreV1().Secrets("default").Create(ctx, owned, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Secrets("default").Create(ctx, owned, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second create of the Secret: %v, want AlreadyExists", err)
 	}
 	// No kubelet runs: a pod never bound to a node is deleted at once.
 	if err := c.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
@@ -70,10 +80,21 @@ func TestGarbageCollectorAndAuditedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
+	audited := map[string]int{}
 	for _, w := range writes {
 		if w.Code/100 == 2 && w.Namespace == "default" && !w.At.IsZero() {
 			got[w.User+" "+w.Key()+" "+w.Name] = true
 		}
+		if w.User == tester {
+			audited[w.Key()]++
+		}
+	}
+	counted := map[string]int{}
+	for k, n := range counter.Counts() {
+		counted[k.String()] = n
+	}
+	if !maps.Equal(audited, counted) || audited["create secrets"] != 2 {
+		t.Errorf("the tester's writes: audit log %v, counting transport %v; want the same, the refused create included", audited, counted)
 	}
 	for _, want := range []string{
 		"tester create pods owner", "tester create secrets owned", "tester delete pods owner",
