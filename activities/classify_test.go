@@ -130,6 +130,10 @@ func checkClassified(t *testing.T, err error, wantType string, nonRetryable bool
 	if d := app.NextRetryDelay(); d < minDelay || d > maxDelay {
 		t.Errorf("next retry delay %s, want within [%s, %s]", d, minDelay, maxDelay)
 	}
+	// Waiting for a rate limit is the design, not a fault: it must not be logged as an error.
+	if benign := app.Category() == temporal.ApplicationErrorCategoryBenign; (wantType == workflows.ErrRateLimited) != benign && wantType != workflows.ErrRunnerBusy {
+		t.Errorf("%s error benign = %v, want %v", wantType, benign, wantType == workflows.ErrRateLimited)
+	}
 }
 
 func TestWithoutSecretRedactsAndKeepsTheType(t *testing.T) {

@@ -193,13 +193,15 @@ func classifyGitHubStatus(call githubCall, msg string, status int) error {
 	return temporal.NewApplicationError(msg, workflows.ErrTransient)
 }
 
-// retryAfter is a retryable error whose next attempt waits for delay (at least a second).
+// retryAfter is a retryable error whose next attempt waits for delay (at least a second). It is
+// benign: waiting for GitHub's budget is runnerflow working as designed, so the SDK does not log
+// it as an activity error.
 func retryAfter(msg, errType string, delay time.Duration) error {
 	if delay < minRateLimitDelay {
 		delay = minRateLimitDelay
 	}
 	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("%s (retry in %s)", msg, delay.Round(time.Second)), errType,
-		temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+		temporal.ApplicationErrorOptions{NextRetryDelay: delay, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // isGitHubStatus reports whether err is GitHub's answer with the given status.

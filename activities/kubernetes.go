@@ -213,7 +213,7 @@ func classifyKubernetesError(what string, err error) error {
 		if seconds, ok := apierrors.SuggestsClientDelay(err); ok && seconds > 0 {
 			delay = time.Duration(seconds) * time.Second
 		}
-		return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrRateLimited, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+		return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrRateLimited, temporal.ApplicationErrorOptions{NextRetryDelay: delay, Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	// Conflicts, AlreadyExists races, timeouts, 5xx and network errors: retry under the policy.
 	return temporal.NewApplicationError(msg, workflows.ErrTransient)

@@ -19,9 +19,10 @@ import (
 //   - queued: reserve, through the routed pool's scale window;
 //   - completed: release, through the same window (and the window of the pool whose runner ran
 //     the job, if that is another pool), and tell the runner workflow its job is done;
-//   - in_progress: tell the runner workflow it is busy; when the runner is not one of the
-//     routed pool's (another pool's, or not runnerflow's), also tell the routed pool's window,
-//     so that pool ends the job's reservation instead of starting a runner it no longer needs;
+//   - in_progress: tell the runner workflow it is busy, and the routed pool's window which
+//     runner took the job: the pool ties the job's reservation to its own runner (even when
+//     the runner's own notice comes late or its workflow has already ended), or ends it when
+//     another pool's runner, or one runnerflow does not run, took the job;
 //   - waiting and anything else: nothing (a waiting job needs no runner until approved).
 //
 // Runner notices go straight to the runner workflow rather than through the window: the
@@ -69,9 +70,8 @@ func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 
 // windowTargets names the pools whose reservations an event changes: queued reserves in the
 // routed pool; completed releases in the routed pool and in the pool of the runner that ran
-// the job when that is another pool; in_progress releases in the routed pool only when the
-// job went to a runner that is not the routed pool's (the routed pool's own runner reports
-// its job to its pool itself).
+// the job when that is another pool; in_progress (naming a runner) goes to the routed pool,
+// which ties the reservation to its runner or ends it when the runner is not its own.
 func (h *Handler) windowTargets(je jobEvent, routed string) []string {
 	runnerPool, _, named := je.runnerWorkflow()
 	var targets []string
@@ -88,7 +88,7 @@ func (h *Handler) windowTargets(je jobEvent, routed string) []string {
 			targets = append(targets, runnerPool)
 		}
 	case workflows.JobInProgress:
-		if routed != "" && je.event.RunnerName != "" && (!named || runnerPool != routed) {
+		if routed != "" && je.event.RunnerName != "" {
 			targets = append(targets, routed)
 		}
 	}

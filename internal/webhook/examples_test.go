@@ -137,7 +137,7 @@ func TestDocumentedPayloads(t *testing.T) {
 		"queued/waiting/null/null/lineville/elastic-machines-testing":                   {status: http.StatusAccepted, window: lineville},
 		"waiting/waiting/null/null/lineville/elastic-machines-testing":                  {status: http.StatusOK},
 		"completed/completed/skipped/null/Codertocat/Hello-World":                       {status: http.StatusAccepted, window: codertocat},
-		"in_progress/in_progress/null/" + runner + "/octo-org/example-workflow":         {status: http.StatusAccepted, runnerSignal: workflows.SignalJobStarted},
+		"in_progress/in_progress/null/" + runner + "/octo-org/example-workflow":         {status: http.StatusAccepted, window: octo, runnerSignal: workflows.SignalJobStarted},
 		"completed/completed/success/" + runner + "/octo-org/example-workflow":          {status: http.StatusAccepted, window: octo, runnerSignal: workflows.SignalJobCompleted},
 		"completed/completed/cancelled/null/lineville/elastic-machines-testing":         {status: http.StatusAccepted, window: lineville},
 		"queued/queued/null/null/wolfy1339/github-events-schemas":                       {status: http.StatusOK}, // user repository, no pool of its own
