@@ -65,7 +65,7 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 	e.say("warnings of the worker and the world go to %s", logFile.Name())
 	e.world, err = testworld.StartWorld(ctx, testworld.WorldOptions{
 		Logger: slog.New(e.online), WorkDuration: opts.JobDuration,
-		GitHubRateLimit: opts.GitHubBudget, WebhookSecret: webhookSecret,
+		GitHubRateLimit: opts.GitHubBudget, GitHubPointsPerMinute: opts.GitHubPointsPerMinute, WebhookSecret: webhookSecret,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start test world: %w", err)
