@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnerflow/runnerflow/localworld/demo"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -146,6 +147,13 @@ func TestOneRunnerPerJobAcrossPools(t *testing.T) {
 	if ranOn[bigPool] != len(jobs) {
 		t.Errorf("jobs ran on %v; want all %d on the big pool's runners (the small pool was paused)", ranOn, len(jobs))
 	}
+	if testworld.RecordingHistories() {
+		w.record(workflows.PoolWorkflowID(bigPool), "pool-crosspool")
+		w.record(workflows.ScaleWindowWorkflowID(smallPool), "scale-window-crosspool")
+		if st := w.status(bigPool); len(st.Finished) > 0 {
+			w.record(workflows.RunnerWorkflowID(bigPool, st.Finished[0].Name), "runner-crosspool")
+		}
+	}
 	small, big := w.status(smallPool), w.status(bigPool)
 	if started := small.Totals.Started + big.Totals.Started; started != int64(len(jobs)) || held == 0 {
 		t.Errorf("%d runners started (small %d, big %d) for %d jobs, %d completed events held: want one runner per job",
@@ -170,6 +178,16 @@ func (w waiter) until(what string, ok func() bool) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// record exports a workflow's latest run into workflows/testdata for the replay test.
+func (w waiter) record(workflowID, name string) {
+	w.t.Helper()
+	path, err := w.sys.World.Temporal.RecordHistory(workflowID, "", name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Logf("recorded %s", path)
 }
 
 // count is how many of the jobs have the status at the double.

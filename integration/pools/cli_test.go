@@ -2,9 +2,7 @@ package pools
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -112,9 +111,9 @@ func TestOperatorCommandsWithTheTemporalCLI(t *testing.T) {
 	if desc, err := p.c.DescribeWorkflowExecution(p.ctx, id, ""); err != nil || desc.GetWorkflowExecutionInfo().GetExecution().GetRunId() == firstRun {
 		t.Errorf("the pool never continued as new (%v)", err)
 	}
-	if os.Getenv("RUNNERFLOW_RECORD_HISTORY") != "" {
-		recordHistory(t, id, firstRun, "pool-operator-first-run-v1.json")
-		recordHistory(t, id, "", "pool-operator-latest-run-v1.json")
+	if testworld.RecordingHistories() {
+		recordHistory(t, id, firstRun, "pool-operator-first-run")
+		recordHistory(t, id, "", "pool-operator-latest-run")
 	}
 }
 
@@ -145,16 +144,11 @@ func (p *poolTest) startContinuingAsNew(spec workflows.PoolSpec, canAfter int) s
 	return run.GetRunID()
 }
 
-// recordHistory exports a pool run's history for the replay test in workflows/testdata.
-func recordHistory(t *testing.T, workflowID, runID, file string) {
+// recordHistory exports a run's history for the replay test in workflows/testdata.
+func recordHistory(t *testing.T, workflowID, runID, name string) {
 	t.Helper()
-	args := []string{"workflow", "show", "--workflow-id", workflowID, "--output", "json"}
-	if runID != "" {
-		args = append(args, "--run-id", runID)
-	}
-	out := mustCLI(t, args...)
-	path := filepath.Join("..", "..", "workflows", "testdata", file)
-	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+	path, err := world.Temporal.RecordHistory(workflowID, runID, name)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s", path)

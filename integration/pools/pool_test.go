@@ -2,7 +2,6 @@ package pools
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -92,8 +92,8 @@ func TestPoolScalesRollsOutAndScalesToZero(t *testing.T) {
 	waitFor(t, wait, "no runner pods and no runners at GitHub", func() bool {
 		return len(p.pods()) == 0 && len(p.githubRunners()) == 0
 	})
-	if os.Getenv("RUNNERFLOW_RECORD_HISTORY") != "" {
-		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-rollout-v1.json")
+	if testworld.RecordingHistories() {
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-rollout")
 	}
 }
 

@@ -2,7 +2,6 @@ package runners
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/simulator"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -59,8 +59,8 @@ func TestBusyRunnerDrainedMidJobFinishesItsJob(t *testing.T) {
 	}
 	assertAfterJob(t, c, runs[0], done, workflows.ActivityRemoveRunner)
 	s.assertCleanEnd(c, runs)
-	if os.Getenv("RUNNERFLOW_RECORD_HISTORY") != "" {
-		recordHistory(t, id, "runner-persistent-drain-v1.json")
+	if testworld.RecordingHistories() {
+		recordHistory(t, id, "runner-persistent-drain")
 	}
 }
 

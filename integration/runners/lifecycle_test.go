@@ -1,15 +1,13 @@
 package runners
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/kubewrites"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -55,22 +53,16 @@ func TestEphemeralRunnersEachRunOneJob(t *testing.T) {
 	if n := world.GitHub.CallCount("POST /orgs/{org}/actions/runners/generate-jitconfig"); n != runners {
 		t.Errorf("%d JIT registrations for %d runners", n, runners)
 	}
-	if os.Getenv("RUNNERFLOW_RECORD_HISTORY") != "" {
-		recordHistory(t, runs[0].GetID(), "runner-ephemeral-v1.json")
+	if testworld.RecordingHistories() {
+		recordHistory(t, runs[0].GetID(), "runner-ephemeral")
 	}
 }
 
-// recordHistory exports a workflow history with the real temporal CLI, the way an operator
-// would, into workflows/testdata for the replay test.
-func recordHistory(t *testing.T, workflowID, file string) {
+// recordHistory exports a runner's history for the replay test in workflows/testdata.
+func recordHistory(t *testing.T, workflowID, name string) {
 	t.Helper()
-	out, err := exec.Command(world.Temporal.CLIPath, "workflow", "show", "--workflow-id", workflowID,
-		"--address", world.Temporal.Address, "--namespace", world.Temporal.Namespace, "--output", "json").Output()
+	path, err := world.Temporal.RecordHistory(workflowID, "", name)
 	if err != nil {
-		t.Fatalf("temporal workflow show: %v", err)
-	}
-	path := filepath.Join("..", "..", "workflows", "testdata", file)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s", path)
