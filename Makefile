@@ -25,6 +25,6 @@ bench: tools
 bench-arc: tools
 	$(GO) run ./bench --peer arc --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
 
-## tools: build the Temporal CLI, kube-apiserver and etcd, fetch GitHub's OpenAPI description (cached per machine).
+## tools: build the Temporal CLI, kube-apiserver, etcd, kube-controller-manager and ARC, fetch GitHub's OpenAPI description (cached per machine).
 tools:
 	bash scripts/tools.sh all
