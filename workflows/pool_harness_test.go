@@ -250,8 +250,9 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 	name := runnerNameOf(workflowID)
 	h.mu.Lock()
 	r, ok := h.sim[name]
+	gone := !ok || r.state.Terminal()
 	h.mu.Unlock()
-	if !ok || r.state.Terminal() {
+	if gone {
 		return &temporal.UnknownExternalWorkflowExecutionError{}
 	}
 	if signal == SignalDrain {
