@@ -27,6 +27,9 @@ import (
 //     when the runner leaves it.
 //   - changeEphemeralDoneDrains (1): an ephemeral runner whose job completed reports draining
 //     (it is leaving) instead of idle.
+//
+// Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
+// registration; inputs written before that field have none and run as they always did.
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
@@ -83,6 +86,10 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 	if r.limits.registrationTimeout <= 0 {
 		r.limits.registrationTimeout = DefaultRegistrationTimeout
 	}
+	if in.Warm != nil {
+		// A warm registration is the runner's from its start: whatever ends it removes it.
+		r.registered, r.reg = true, *in.Warm
+	}
 	if res := in.Resume; res != nil {
 		r.attempt, r.registered, r.podUID = res.Attempt, res.Registered, res.PodUID
 		r.reg = RegisterRunnerOutput{RunnerID: res.RunnerID, SecretName: res.SecretName, RunnerURL: res.RunnerURL}
@@ -131,22 +138,29 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 }
 
 // registerAndStart registers the runner at GitHub (credential into the Secret), creates its
-// pod and makes the pod own the Secret.
+// pod and makes the pod own the Secret. The first attempt of a runner started with a warm
+// registration skips the registration: the pod comes first on a burst's path.
 func (r *runner) registerAndStart(ctx workflow.Context) error {
 	r.attempt++
-	r.reg = RegisterRunnerOutput{}
+	warm := r.attempt == 1 && r.in.Warm != nil
+	if !warm {
+		r.reg = RegisterRunnerOutput{}
+	}
 	r.obs = RunnerObservations{Drain: r.obs.Drain, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
 	r.setState(ctx, RunnerRegistering, "")
 	spec := r.in.Spec
-	reg, err := registerRunner(ctx, RegisterRunnerInput{
-		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
-		Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode,
-		WorkFolder: spec.WorkFolder,
-	})
-	if err != nil {
-		return fmt.Errorf("register runner: %w", err)
+	if !warm {
+		reg, err := registerRunner(ctx, RegisterRunnerInput{
+			Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+			Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode,
+			WorkFolder: spec.WorkFolder,
+		})
+		if err != nil {
+			return fmt.Errorf("register runner: %w", err)
+		}
+		r.registered, r.reg = true, reg
 	}
-	r.registered, r.reg = true, reg
+	reg := r.reg
 	pod, err := createRunnerPod(ctx, CreateRunnerPodInput{
 		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
 		Template: spec.Template, TemplateHash: spec.TemplateHash, SecretName: reg.SecretName,
@@ -408,6 +422,9 @@ func (in RunnerInput) validate() error {
 	case RegistrationToken:
 	default:
 		add("spec.mode %q is not %q or %q", in.Spec.Mode, RegistrationJIT, RegistrationToken)
+	}
+	if in.Warm != nil && (in.Warm.SecretName == "" || in.Spec.mode() != RegistrationJIT) {
+		add("a warm registration needs its secret name and JIT mode")
 	}
 	if !hasRunnerContainer(in.Spec.Template.Spec.Containers) {
 		add("spec.template has no container named %q", runnerpod.RunnerContainerName)

@@ -110,6 +110,10 @@ type RunnerInput struct {
 	Slot        int          `json:"slot,omitempty"`
 	SlotVolumes []SlotVolume `json:"slotVolumes,omitempty"`
 	Spec        RunnerSpec   `json:"spec"`
+	// Warm is a registration the pool minted ahead for this runner's name (a warm
+	// registration: the runner at GitHub and its Secret exist already). The runner owns it from
+	// its start, and its first attempt creates the pod without registering; nil: it registers.
+	Warm *RegisterRunnerOutput `json:"warm,omitempty"`
 	// Resume is set only by the runner workflow itself when it continues as new: the
 	// registration and pod it already has and what it has observed. Nil on a first start.
 	Resume *RunnerResume `json:"resume,omitempty"`
