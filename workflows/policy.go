@@ -243,6 +243,41 @@ const (
 	PoolFailureBackoffMax = 10 * time.Minute
 )
 
+// ---- Warm registrations ----
+
+const (
+	// WarmRegistrationRefreshAge: GitHub removes an ephemeral runner that has not connected for
+	// a day, so a warm registration is replaced after 20 hours; the 4 left cover a refresh that
+	// waits for a quiet pool or for the hourly budget's reset.
+	WarmRegistrationRefreshAge = 20 * time.Hour
+	// WarmRegistrationMaxAge: a warm registration this old is never handed to a runner (GitHub
+	// may drop it before the runner connects); it is only removed.
+	WarmRegistrationMaxAge = 23 * time.Hour
+	// WarmRegistrationBatch: at most this many warm mints or removals of one pool are in flight
+	// at once, so a burst that begins meanwhile finds at most that many of them ahead of its own
+	// registrations on the paced GitHub queue.
+	WarmRegistrationBatch = 2
+	// WarmRetryDelay doubles per warm-registration call that failed in a row, up to
+	// WarmRetryDelayMax, so a refused credential or a spent budget is not called in a loop.
+	WarmRetryDelay    = 30 * time.Second
+	WarmRetryDelayMax = 10 * time.Minute
+)
+
+// WarmRegistrationPolicy: minting or removing a warm registration is quiet-time work on the
+// GitHub queue. It gives up after ten minutes rather than hold the pool's continue-as-new behind
+// a spent budget for hours; the pool tries again later and removes what a failed mint left.
+var WarmRegistrationPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // PoolListingPolicy: a listing is a status refresh that repeats at the next interval anyway, so
 // it gives up after a few minutes rather than queueing behind a spent GitHub budget for hours.
 var PoolListingPolicy = workflow.ActivityOptions{

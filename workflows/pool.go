@@ -42,6 +42,10 @@ type pool struct {
 	// true while a runner listing runs. Continue-as-new waits for both.
 	inflight int
 	listing  bool
+	// warmBusy names the warm registrations with a call under way; warmWake is when the next
+	// one is due for refresh.
+	warmBusy []string
+	warmWake time.Time
 	// plan is the last decision, for QueryStatus.
 	plan Plan
 	// drainers receive what is left in the signal channels before continue-as-new.
@@ -84,6 +88,7 @@ func (p *pool) run() error {
 		p.pruneReservations(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
+		p.tendWarm(now)
 		p.startListing(now)
 		p.recordMetrics(now)
 		if p.shouldContinueAsNew() {
@@ -155,9 +160,10 @@ func (p *pool) reservationParams(now time.Time) ReservationParams {
 }
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a
-// reservation expiring, a scheduled override starting or ending, the next runner listing.
+// reservation expiring, a scheduled override starting or ending, the next runner listing, a
+// warm registration's refresh.
 func (p *pool) nextWake(now time.Time) time.Time {
-	candidates := []time.Time{p.plan.WakeAt}
+	candidates := []time.Time{p.plan.WakeAt, p.warmWake}
 	for _, r := range p.st.Reserved.Reservations {
 		if r.ExpiresAt.After(now) {
 			candidates = append(candidates, r.ExpiresAt)
@@ -245,6 +251,7 @@ func (p *pool) recordMetrics(now time.Time) {
 	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
 	m.Gauge("runnerflow_pool_desired_runners").Update(float64(p.plan.Desired))
 	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
+	m.Gauge("runnerflow_pool_warm_registrations").Update(float64(p.warmReady(now)))
 	counts := p.runnersByState()
 	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {
 		m.WithTags(map[string]string{"state": string(s)}).Gauge("runnerflow_pool_runners").Update(float64(counts[s]))

@@ -78,13 +78,22 @@ func (p *pool) execute(plan Plan, now time.Time) {
 // start records a new runner and starts its workflow as an abandoned child. The runner's own
 // reports are how the pool follows it; the child's completion is only a backstop for a runner
 // workflow that ended without reporting (e.g. terminated by hand).
+//
+// A runner takes a warm registration when the pool holds one: it starts under that name and
+// creates its pod without a GitHub call.
 func (p *pool) start(s StartRunner, now time.Time) string {
 	spec := p.st.Spec
 	seq := p.st.NextSeq
-	p.st.NextSeq++
 	name := RunnerName(spec.Name, p.st.Generation, seq)
-	r := PoolRunner{Name: name, Seq: seq, TemplateHash: p.st.TemplateHash, State: RunnerPending, StartedAt: now, Since: now}
-	in := RunnerInput{Pool: spec.Name, Name: name, Spec: spec.runnerSpec(p.st.TemplateHash)}
+	var reg *RegisterRunnerOutput
+	if w, ok := p.takeWarm(now); ok {
+		seq, name = w.Seq, w.Name
+		reg = &RegisterRunnerOutput{RunnerID: w.RunnerID, SecretName: w.SecretName}
+	} else {
+		p.st.NextSeq++
+	}
+	r := PoolRunner{Name: name, Seq: seq, TemplateHash: p.st.TemplateHash, State: RunnerPending, StartedAt: now, Since: now, Warm: reg != nil}
+	in := RunnerInput{Pool: spec.Name, Name: name, Spec: spec.runnerSpec(p.st.TemplateHash), Warm: reg}
 	if spec.Stateful() {
 		r.Stateful, r.Slot = true, s.Slot
 		in.Slot, in.SlotVolumes = s.Slot, spec.slotVolumes(s.Slot)
@@ -107,10 +116,12 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 		case err != nil:
 			p.inflight--
 			p.forget(in.Name, RunnerFailed, "slot claims: "+err.Error())
+			p.unusedWarm(in, "runner did not start")
 			return
 		case i >= 0 && p.st.Runners[i].Draining:
 			p.inflight--
 			p.forget(in.Name, RunnerDone, "drained before it started")
+			p.unusedWarm(in, "drained before it started")
 			return
 		}
 	}
@@ -121,6 +132,9 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 	p.changed = true
 	if err != nil {
 		p.forget(in.Name, RunnerFailed, "runner workflow did not start: "+err.Error())
+		if !temporal.IsWorkflowExecutionAlreadyStartedError(err) { // else that workflow owns it
+			p.unusedWarm(in, "runner did not start")
+		}
 		return
 	}
 	if i := p.find(in.Name); i >= 0 {
@@ -220,6 +234,11 @@ func (p *pool) applyListing(res ListRunnersResult, now time.Time) {
 	for i := range p.st.Runners {
 		r := &p.st.Runners[i]
 		known[r.Name] = true
+		if r.Warm && !r.Started {
+			// Registered before its workflow exists: a signal now would find no workflow (and
+			// make the pool forget it); the next listing tells it.
+			continue
+		}
 		l, ok := listed[r.Name]
 		var status RunnerStatusSignal
 		switch {
@@ -237,6 +256,9 @@ func (p *pool) applyListing(res ListRunnersResult, now time.Time) {
 	}
 	for _, f := range p.st.Finished {
 		known[f.Name] = true // GitHub may list a runner for a moment after it ended
+	}
+	for _, w := range p.st.Warm {
+		known[w.Name] = true // registered ahead, offline until a runner takes it
 	}
 	p.st.Orphans = orphans(ours, known, p.st.Orphans, now)
 	p.st.LastListing = &ListRunnersResultBrief{At: now, Listed: len(ours)}

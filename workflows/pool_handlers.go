@@ -138,6 +138,7 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 //     it, and an in_progress event on another pool's runner ends it too; before, only the
 //     completed webhook (or expiry) ended it, so a finished runner was replaced for a job that
 //     was already done.
+//   - changeWarmRegistrations (1): warm registrations (pool_warm.go).
 const changeEndJobWithRunner = "end-job-with-runner"
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
@@ -302,5 +303,6 @@ func (p *pool) status() (PoolStatus, error) {
 		RunnersByState: p.runnersByState(), Outdated: outdated, Runners: p.st.Runners,
 		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
+		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 	}, nil
 }

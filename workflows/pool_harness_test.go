@@ -59,6 +59,10 @@ type poolHarness struct {
 	seq      int
 	// failRegistration makes new runners fail 10s after they start.
 	failRegistration bool
+	// warm plays GitHub and the Secrets for warm registrations (pool_warm_test.go).
+	warm warmSim
+	// failClaims makes EnsureSlotClaims fail for good.
+	failClaims bool
 	// onSegment, if set, adds mocks to each run's environment.
 	onSegment func()
 }
@@ -91,6 +95,7 @@ func newPoolHarness(t *testing.T, canAfter int) *poolHarness {
 	return &poolHarness{
 		t: t, canAfter: canAfter, start: time.Date(2025, 6, 2, 8, 0, 0, 0, time.UTC),
 		sim: map[string]*simRunner{}, claims: map[string]int{}, vanish: map[string]bool{},
+		warm: warmSim{registered: map[string]bool{}},
 	}
 }
 
@@ -195,6 +200,9 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterWorkflowWithOptions(h.fakeRunner, workflow.RegisterOptions{Name: RunnerWorkflowType})
 	env.RegisterActivityWithOptions(h.listRunners, activity.RegisterOptions{Name: ActivityListRunners})
 	env.RegisterActivityWithOptions(h.ensureClaims, activity.RegisterOptions{Name: ActivityEnsureSlotClaims})
+	env.RegisterActivityWithOptions(h.registerRunner, activity.RegisterOptions{Name: ActivityRegisterRunner})
+	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
+	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	if h.onSegment != nil {
 		h.onSegment()
@@ -264,6 +272,7 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 func (h *poolHarness) started(in RunnerInput) {
 	h.mu.Lock()
 	h.sim[in.Name] = &simRunner{in: in, state: RunnerPending}
+	delete(h.warm.registered, in.Name) // a taken warm registration is the runner's now
 	fail := h.failRegistration
 	h.mu.Unlock()
 	if fail {
@@ -412,6 +421,11 @@ func (h *poolHarness) listRunners(_ context.Context, in ListRunnersInput) (ListR
 		}
 	}
 	out.Runners = append(out.Runners, h.extraListed...)
+	for name := range h.warm.registered {
+		if strings.HasPrefix(name, in.NamePrefix) {
+			out.Runners = append(out.Runners, RunnerListing{Name: name}) // offline until a runner takes it
+		}
+	}
 	slices.SortFunc(out.Runners, func(a, b RunnerListing) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
@@ -427,6 +441,9 @@ func (h *poolHarness) addOrphan(l RunnerListing) {
 func (h *poolHarness) ensureClaims(_ context.Context, in EnsureSlotClaimsInput) (EnsureSlotClaimsResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.failClaims {
+		return EnsureSlotClaimsResult{}, temporal.NewNonRetryableApplicationError("claims refused", ErrForbidden, nil)
+	}
 	var out EnsureSlotClaimsResult
 	for _, c := range in.Claims {
 		if h.claims[c.Name] == 0 {
@@ -496,6 +513,9 @@ func fingerprint(st PoolStatus, stats simStats) string {
 	}
 	slices.Sort(finished)
 	fmt.Fprintf(&b, "finished %v\norphans %d\nsim %+v\n", finished, len(st.Orphans), stats)
+	for _, w := range st.Warm {
+		fmt.Fprintf(&b, "warm %s seq=%d id=%d retiring=%q\n", w.Name, w.Seq, w.RunnerID, w.Retiring)
+	}
 	return b.String()
 }
 

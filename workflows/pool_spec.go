@@ -118,6 +118,29 @@ func (s PoolSpec) TemplateHash() string {
 	return hex.EncodeToString(sum[:])[:10]
 }
 
+// registrationIdentity is what a runner's GitHub registration and its Secret are bound to.
+type registrationIdentity struct {
+	Scope       Scope
+	Labels      []string
+	RunnerGroup string
+	Namespace   string
+	WorkFolder  string
+}
+
+// RegistrationHash is a stable hash of what a JIT registration is made for: scope, labels,
+// runner group and work folder (in the JIT configuration) and the namespace of its Secret. A
+// warm registration minted under another hash is removed, not handed to a runner; a new pod
+// template alone keeps them.
+func (s PoolSpec) RegistrationHash() string {
+	labels := slices.Clone(s.Labels)
+	slices.Sort(labels)
+	data, _ := json.Marshal(registrationIdentity{
+		Scope: s.Scope(), Labels: labels, RunnerGroup: s.RunnerGroup, Namespace: s.Namespace, WorkFolder: s.WorkFolder,
+	})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:10]
+}
+
 // SlotClaimName is the PersistentVolumeClaim of one claim template in one slot of a stateful
 // pool: stable, so the next runner in the slot mounts the same volume.
 func SlotClaimName(pool, claim string, slot int) string {

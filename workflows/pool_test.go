@@ -263,7 +263,7 @@ var statefulScenario = poolScenario{
 // Every scenario runs once straight through and again with continue-as-new forced at several
 // points; the end must be the same.
 func TestPoolScenariosAcrossContinueAsNew(t *testing.T) {
-	for _, sc := range []poolScenario{lifecycleScenario, reservationsScenario, oneRunnerPerJobScenario, operatorScenario, statefulScenario} {
+	for _, sc := range []poolScenario{lifecycleScenario, reservationsScenario, oneRunnerPerJobScenario, operatorScenario, statefulScenario, warmScenario} {
 		t.Run(sc.name, func(t *testing.T) {
 			var baseline string
 			for _, canAfter := range []int{0, 1, 2, 3, 5, 8, 13} {

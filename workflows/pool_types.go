@@ -28,6 +28,9 @@ type PoolSpec struct {
 	MaxReplicas *int `json:"maxReplicas,omitempty"`
 	// MinIdle warm runners are kept on top of the busy ones.
 	MinIdle int `json:"minIdle,omitempty"`
+	// WarmRegistrations runner registrations are kept minted ahead, in quiet time (ephemeral
+	// pools only): a burst's runners take them and make no GitHub call on their way up.
+	WarmRegistrations int `json:"warmRegistrations,omitempty"`
 	// ScaleDownDelay: no idle runner is removed this soon after a scale-out (anti-flap).
 	ScaleDownDelay *metav1.Duration `json:"scaleDownDelay,omitempty"`
 	// ReservationDuration: how long a queued job's reservation holds capacity.
@@ -134,6 +137,12 @@ type PoolState struct {
 	// Applied is set by the first apply (its result is "created", later ones are not).
 	Applied     bool                    `json:"applied,omitempty"`
 	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`
+	// Warm are the registrations minted ahead and not yet taken by a runner, in mint order.
+	// WarmFailures counts failed warm-registration calls in a row; warm work waits until
+	// WarmNotBefore after one.
+	Warm          []WarmRegistration `json:"warm,omitempty"`
+	WarmFailures  int                `json:"warmFailures,omitempty"`
+	WarmNotBefore time.Time          `json:"warmNotBefore,omitzero"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
@@ -160,6 +169,8 @@ type PoolRunner struct {
 	// JobID is the job the runner reported it runs; its reservation ends when the runner
 	// leaves the job (reports idle, takes another job, or ends).
 	JobID int64 `json:"jobId,omitempty"`
+	// Warm is set when the runner started with a warm registration.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // FinishedRunner remembers a runner that ended, for status and to tell late listings from orphans.
@@ -260,6 +271,11 @@ type PoolStatus struct {
 	// Why explains the desired count and anything held back (delay, capacity, backoff, pause).
 	Why     string                  `json:"why,omitempty"`
 	Listing *ListRunnersResultBrief `json:"listing,omitempty"`
+	// Warm lists the warm registrations; WarmReady counts those a starting runner would take
+	// now, WarmWanted how many the pool keeps (warmRegistrations capped by max; 0 while draining).
+	Warm       []WarmRegistration `json:"warm,omitempty"`
+	WarmReady  int                `json:"warmReady,omitempty"`
+	WarmWanted int                `json:"warmWanted,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

@@ -37,6 +37,7 @@ func (s PoolSpec) Validate(path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("runnerGroup"), s.RunnerGroup, "must not start or end with spaces"))
 	}
 	errs = append(errs, s.validateReplicas(path)...)
+	errs = append(errs, s.validateWarm(path.Child("warmRegistrations"))...)
 	errs = append(errs, s.validateDurations(path)...)
 	for _, msg := range validation.IsDNS1123Label(s.Namespace) {
 		errs = append(errs, field.Invalid(path.Child("namespace"), s.Namespace, msg))
@@ -146,6 +147,23 @@ func (s PoolSpec) validateReplicas(path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("minIdle"), s.MinIdle, fmt.Sprintf("must be <= maxReplicas (%d)", maxR)))
 	}
 	return errs
+}
+
+// validateWarm: warm registrations are JIT registrations, which exist for ephemeral runners
+// only, and a pool never needs more of them than runners.
+func (s PoolSpec) validateWarm(path *field.Path) field.ErrorList {
+	n := s.WarmRegistrations
+	switch {
+	case n < 0:
+		return field.ErrorList{field.Invalid(path, n, "must be >= 0")}
+	case n == 0:
+		return nil
+	case !s.IsEphemeral():
+		return field.ErrorList{field.Forbidden(path, "only ephemeral pools keep warm registrations (persistent runners register with a token)")}
+	case s.MaxReplicas != nil && n > *s.MaxReplicas:
+		return field.ErrorList{field.Invalid(path, n, fmt.Sprintf("must be <= maxReplicas (%d)", *s.MaxReplicas))}
+	}
+	return nil
 }
 
 func (s PoolSpec) validateDurations(path *field.Path) field.ErrorList {
