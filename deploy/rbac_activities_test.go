@@ -1,0 +1,271 @@
+package deploy_test
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/runnerflow/runnerflow/activities"
+	"github.com/runnerflow/runnerflow/deploy"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// The worker's Role is exactly what its code uses: every activity the worker registers with a
+// Kubernetes client, and the pod watcher, run as the worker's ServiceAccount through the paths
+// that reach each of their Kubernetes calls (create and adopt, a second registration rewriting
+// the Secret, ...), while a recording transport notes what RBAC calls each request. No request
+// is refused (the Role suffices), and the Role grants nothing that was not requested (nothing
+// more). The proof is drawn from the code as it is: a call added to or dropped from an activity
+// shows up here.
+func TestWorkerRoleIsExactlyWhatItsCodeUses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		install func(t *testing.T) (ns, serviceAccount string)
+	}{
+		{"kustomize", func(t *testing.T) (string, string) {
+			applyBase(t)
+			return deploy.Namespace, deploy.WorkerServiceAccount
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns, sa := tc.install(t)
+			rec := exerciseWorker(t, ns, sa)
+			if refused := rec.list(true); len(refused) > 0 {
+				t.Errorf("the API server refused the worker %v", refused)
+			}
+			used := rec.list(false)
+			granted := grants(t, serviceAccountClientIn(t, ns, sa), ns)
+			if !slices.Equal(used, granted) {
+				t.Errorf("the worker's Role grants\n  %v\nthe worker's code uses\n  %v\ngranted, never used: %v\nused, not granted: %v",
+					granted, used, without(granted, used), without(used, granted))
+			}
+		})
+	}
+}
+
+func without(a, b []string) []string {
+	return slices.DeleteFunc(slices.Clone(a), func(s string) bool { return slices.Contains(b, s) })
+}
+
+// kubeRequests records what RBAC calls each request a client makes ("group/resource verb",
+// core group written as "", subresource after a slash) and whether the API server answered it
+// with Forbidden. Discovery and /version are not recorded: every identity may read them.
+type kubeRequests struct {
+	mu   sync.Mutex
+	seen map[string]bool // request → refused
+}
+
+func (k *kubeRequests) wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if key, ok := rbacRequest(req); ok {
+				k.mu.Lock()
+				k.seen[key] = k.seen[key] || (resp != nil && resp.StatusCode == http.StatusForbidden)
+				k.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	return out
+}
+
+// list returns the requests recorded, sorted: the refused ones, or all of them.
+func (k *kubeRequests) list(refusedOnly bool) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key, refused := range k.seen {
+		if refused || !refusedOnly {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (k *kubeRequests) has(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	refused, ok := k.seen[key]
+	return ok && !refused
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// rbacRequest names a request as the API server's authorizer sees it: the verb from the method
+// (a GET is get with a name, watch with ?watch, list otherwise; a DELETE without a name is
+// deletecollection) and the group and resource from the path.
+func rbacRequest(req *http.Request) (string, bool) {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	var group string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return "", false
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	res, name := parts[0], ""
+	if len(parts) > 1 {
+		name = parts[1]
+	}
+	if len(parts) > 2 {
+		res += "/" + parts[2]
+	}
+	verb := map[string]string{http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[req.Method]
+	switch {
+	case req.Method == http.MethodGet && name != "":
+		verb = "get"
+	case req.Method == http.MethodGet && (req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1"):
+		verb = "watch"
+	case req.Method == http.MethodGet:
+		verb = "list"
+	case verb == "delete" && name == "":
+		verb = "deletecollection"
+	}
+	return group + "/" + res + " " + verb, verb != ""
+}
+
+// activityNames passes registrations on and keeps the names registered.
+type activityNames struct {
+	worker.ActivityRegistry
+	names []string
+}
+
+func (r *activityNames) RegisterActivityWithOptions(a any, o activity.RegisterOptions) {
+	r.names = append(r.names, o.Name)
+	r.ActivityRegistry.RegisterActivityWithOptions(a, o)
+}
+
+// exerciseWorker runs, as ServiceAccount sa of ns, every activity of the three activity sets
+// the worker builds with its Kubernetes client (internal/workerapp: the Kubernetes, slot claim
+// and GitHub activities, the last against the GitHub double), each through Temporal's activity
+// test environment under its registered name, and the pod watcher until it watches. It fails
+// if an activity fails or one registered activity was not run.
+func exerciseWorker(t *testing.T, ns, sa string) *kubeRequests {
+	t.Helper()
+	rec := &kubeRequests{seen: map[string]bool{}}
+	client, err := kubernetes.NewForConfig(rec.wrap(serviceAccountConfig(t, ns, sa)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	reg := &activityNames{ActivityRegistry: env}
+	(&activities.KubernetesActivities{Client: client}).Register(reg)
+	(&activities.SlotClaimActivities{Client: client}).Register(reg)
+	startGitHub(t, client).Register(reg)
+	ran := map[string]bool{}
+	run := func(name string, in, out any) {
+		t.Helper()
+		v, err := env.ExecuteActivity(name, in)
+		if err != nil {
+			t.Fatalf("%s as %s: %v", name, sa, err)
+		}
+		if out != nil {
+			if err := v.Get(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ran[name] = true
+	}
+	runRunnerLifecycle(t, ns, run)
+	watchPods(t, ns, client, rec)
+	if want := slices.Sorted(slices.Values(reg.names)); !slices.Equal(slices.Sorted(maps.Keys(ran)), want) {
+		t.Errorf("ran activities %v; the worker registers %v with its Kubernetes client", slices.Sorted(maps.Keys(ran)), want)
+	}
+	return rec
+}
+
+// runRunnerLifecycle is one runner's life through the activities, with the second attempts
+// that take the other branches: registration (Secret created), GitHub reads, the registration
+// removed and made again (the Secret rewritten), the slot's claim created and adopted, the pod
+// created and adopted, the Secret handed to the pod, the pod read, both deleted.
+func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out any)) {
+	t.Helper()
+	scope := workflows.Scope{Repository: "my-org/my-repo"}
+	name := workflows.RunnerName("rbac", "abcd", 1)
+	wfID := workflows.RunnerWorkflowID("rbac", name)
+	reg := workflows.RegisterRunnerInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns, Scope: scope,
+		Labels: []string{"self-hosted"}, Mode: workflows.RegistrationJIT}
+	var first, second workflows.RegisterRunnerOutput
+	run(workflows.ActivityRegisterRunner, reg, &first)
+	run(workflows.ActivityGetRunner, workflows.RunnerRef{Scope: scope, RunnerID: first.RunnerID}, nil)
+	run(workflows.ActivityListRunners, workflows.ListRunnersInput{Scope: scope, NamePrefix: "rbac-"}, nil)
+	run(workflows.ActivityRemoveRunner, workflows.RunnerRef{Scope: scope, RunnerID: first.RunnerID}, nil)
+	run(workflows.ActivityRegisterRunner, reg, &second)
+	if second.Adopted || second.RunnerID == first.RunnerID {
+		t.Fatalf("the second registration %+v did not mint a new runner into the existing Secret", second)
+	}
+	claim := corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	claims := workflows.EnsureSlotClaimsInput{Pool: "rbac", Namespace: ns,
+		Claims: []workflows.SlotClaim{{Name: workflows.SlotClaimName("rbac", "cache", 0), Template: claim}}}
+	run(workflows.ActivityEnsureSlotClaims, claims, nil)
+	run(workflows.ActivityEnsureSlotClaims, claims, nil)
+	pod := workflows.CreateRunnerPodInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns, TemplateHash: "rbac",
+		SecretName: name, Mode: workflows.RegistrationJIT, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "runner", Image: "ghcr.io/actions/actions-runner:2.328.0"}}}}}
+	var created, adopted workflows.CreateRunnerPodOutput
+	run(workflows.ActivityCreateRunnerPod, pod, &created)
+	run(workflows.ActivityCreateRunnerPod, pod, &adopted)
+	if !adopted.Adopted {
+		t.Fatalf("the second CreateRunnerPod %+v did not adopt the pod", adopted)
+	}
+	ref := workflows.PodRef{Namespace: ns, Name: name, UID: created.UID}
+	run(workflows.ActivitySetSecretOwner, workflows.SetSecretOwnerInput{Namespace: ns, SecretName: name, PodName: name, PodUID: created.UID}, nil)
+	run(workflows.ActivityGetRunnerPod, ref, nil)
+	run(workflows.ActivityDeleteRunnerPod, ref, nil)
+	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: ns, Name: name}, nil)
+}
+
+// noSignals is a Temporal client that takes every signal.
+type noSignals struct{}
+
+func (noSignals) SignalWorkflow(context.Context, string, string, string, any) error { return nil }
+
+// watchPods runs the worker's pod watcher on ns until it has listed and is watching.
+func watchPods(t *testing.T, ns string, client kubernetes.Interface, rec *kubeRequests) {
+	t.Helper()
+	w, err := activities.NewPodWatcher(activities.PodWatcherConfig{Client: client, Temporal: noSignals{}, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !rec.has("/pods watch") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("pod watcher: %v", err)
+	}
+	if !rec.has("/pods watch") {
+		t.Errorf("the pod watcher did not get to watch pods in %s; requests: %v", ns, rec.list(false))
+	}
+}
