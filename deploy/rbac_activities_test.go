@@ -23,13 +23,13 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// The worker's Role is exactly what its code uses: every activity the worker registers with a
-// Kubernetes client, and the pod watcher, run as the worker's ServiceAccount through the paths
-// that reach each of their Kubernetes calls (create and adopt, a second registration rewriting
-// the Secret, ...), while a recording transport notes what RBAC calls each request. No request
-// is refused (the Role suffices), and the Role grants nothing that was not requested (nothing
-// more). The proof is drawn from the code as it is: a call added to or dropped from an activity
-// shows up here.
+// The worker's Role is exactly what its code uses, for the kustomize base and for the Helm
+// chart alike: every activity the worker registers with a Kubernetes client, and the pod
+// watcher, run as the worker's ServiceAccount through the paths that reach each of their
+// Kubernetes calls (create and adopt, a second registration rewriting the Secret, ...), while
+// a recording transport notes what RBAC calls each request. No request is refused (the Role
+// suffices), and the Role grants nothing that was not requested (nothing more). The proof is
+// drawn from the code as it is: a call added to or dropped from an activity shows up here.
 func TestWorkerRoleIsExactlyWhatItsCodeUses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -38,6 +38,11 @@ func TestWorkerRoleIsExactlyWhatItsCodeUses(t *testing.T) {
 		{"kustomize", func(t *testing.T) (string, string) {
 			applyBase(t)
 			return deploy.Namespace, deploy.WorkerServiceAccount
+		}},
+		{"helm", func(t *testing.T) (string, string) {
+			ns := startKube(t).NewNamespace(t)
+			applyChart(t, "runnerflow", ns, "")
+			return ns, "runnerflow-worker"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
