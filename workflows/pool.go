@@ -133,11 +133,15 @@ func (p *pool) runnersKnowJobs() bool {
 	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.JobID != 0 })
 }
 
-// busyElsewhere counts busy runners whose job holds no active reservation here.
+// busyElsewhere counts busy runners whose job holds no active reservation here: another pool's
+// job (its labels fit this pool's runners too), one whose queued event has not arrived yet, or
+// one that outlived its reservation. With the reservations, every running job is counted
+// exactly once — through its reservation or through its runner — so none of them is taken for
+// free capacity and none is counted twice.
 func (p *pool) busyElsewhere(now time.Time) int {
 	n := 0
 	for _, r := range p.st.Runners {
-		if r.JobID != 0 && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
+		if r.JobID != 0 && r.Busy && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
 			n++
 		}
 	}
@@ -171,6 +175,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	}
 	_, _, overrideChange := effectiveBounds(p.st.Spec, p.st.Scale, now)
 	candidates = append(candidates, overrideChange)
+
 	if len(p.st.Runners) > 0 && !p.listing {
 		candidates = append(candidates, p.st.NextListing)
 	}

@@ -13,9 +13,9 @@ type DecideInput struct {
 	Bounds Bounds
 	// Reservations is the number of active reservations (queued jobs holding capacity).
 	Reservations int
-	// BusyElsewhere counts runners busy with a job this pool holds no reservation for (another
-	// pool's job, taken because the runner's labels fit it): they serve none of this pool's
-	// reservations, so the reservations need runners besides them.
+	// BusyElsewhere counts runners busy with a job this pool holds no active reservation for
+	// (another pool's job their labels fit, or a job that outlived its reservation): they serve
+	// none of this pool's reservations, so the reservations need runners besides them.
 	BusyElsewhere int
 	Mode          PoolMode
 	// TemplateHash is the current spec's; runners made from another hash are outdated.

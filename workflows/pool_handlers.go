@@ -277,8 +277,35 @@ func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationB
 		params.Pool = p.st.Spec.Name
 	}
 	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, params)
+	if params.Pool != "" {
+		p.tieJobsInProgress(batch)
+	}
 	p.changed = true
 	return res, nil
+}
+
+// tieJobsInProgress applies the batch's in_progress events on this pool's own runners: the job
+// is tied to its runner even when the runner's own notice is late (or never comes), so the
+// runner's end ends the job's reservation; a job whose runner is already leaving or gone is
+// over for the pool, so its reservation ends now.
+func (p *pool) tieJobsInProgress(batch ReservationBatch) {
+	for _, ev := range batch.Events {
+		if ev.Action != JobInProgress || ev.JobID <= 0 || servedElsewhere(ev, p.st.Spec.Name) || ev.RunnerName == "" {
+			continue
+		}
+		i := p.find(ev.RunnerName)
+		if i < 0 {
+			p.endJob(&PoolRunner{JobID: ev.JobID})
+			continue
+		}
+		r := &p.st.Runners[i]
+		if r.JobID == 0 {
+			r.JobID = ev.JobID
+		}
+		if r.State == RunnerDraining && !r.Busy {
+			p.endJob(r)
+		}
+	}
 }
 
 func hasAction(batch ReservationBatch, action string) bool {

@@ -172,16 +172,47 @@ var oneRunnerPerJobScenario = poolScenario{
 		})
 		h.at(17*time.Minute+time.Second, func() { own = h.startJobsWithIDs(402) })
 		h.at(18*time.Minute, func() { h.finishJobs(append(foreign, own...)) })
-		return spec, 30 * time.Minute
+		// Job 501 runs for 25 minutes, long past its reservation's 10: its runner is still the
+		// pool's own job's runner, not one busy elsewhere, so nothing else starts.
+		var long []string
+		h.at(20*time.Minute, func() { h.update("queued-501", UpdateReservations, reserve(JobQueued, 501)) })
+		h.at(21*time.Minute, func() { long = h.startJobsWithIDs(501) })
+		// Job 502 comes after 501's reservation expired: the busy runner is not free capacity.
+		var short []string
+		h.at(32*time.Minute, func() { h.update("queued-502", UpdateReservations, reserve(JobQueued, 502)) })
+		h.check(33*time.Minute, "a runner for job 502 beside the long job's", func(st PoolStatus) bool {
+			return len(st.Runners) == 2 && countState(st, RunnerIdle, "") == 1 && st.Totals.Started == 8
+		})
+		h.at(33*time.Minute+time.Second, func() { short = h.startJobsWithIDs(502) })
+		h.at(34*time.Minute, func() { h.finishJobs(short) })
+		h.check(40*time.Minute, "a long job's runner alone, after its reservation expired", func(st PoolStatus) bool {
+			return len(st.Runners) == 1 && countState(st, RunnerBusy, "") == 1 && st.Totals.Started == 8
+		})
+		h.at(46*time.Minute, func() { h.finishJobs(long) })
+		// Job 601's runner never names its job (busy seen some other way); the job's in_progress
+		// reaches the window and ties it to the runner, so the runner's end ends it.
+		var quiet []string
+		h.at(50*time.Minute, func() { h.update("queued-601", UpdateReservations, reserve(JobQueued, 601)) })
+		h.at(51*time.Minute, func() { quiet = h.startJobs(1) })
+		h.at(51*time.Minute+30*time.Second, func() {
+			h.update("in-progress-601", UpdateReservations, ReservationBatch{Events: []WorkflowJobEvent{
+				{DeliveryID: "in-progress-601", JobID: 601, Action: JobInProgress, RunnerName: quiet[0]},
+			}})
+		})
+		h.at(52*time.Minute, func() { h.finishJobs(quiet) })
+		h.check(53*time.Minute, "the job tied by its in_progress ended with its runner", func(st PoolStatus) bool {
+			return len(st.Runners) == 0 && st.Reservations == 0 && st.Totals.Started == 9
+		})
+		return spec, 60 * time.Minute
 	},
 	verify: func(t *testing.T, h *poolHarness, end PoolStatus) {
 		if len(end.Runners) != 0 || end.Reservations != 0 {
 			t.Errorf("end: %s, %d reservations; want none", describeRunners(end), end.Reservations)
 		}
-		// 4 for the 4 jobs, at most 1 for job 301 before another pool's runner took it, 2 for
-		// jobs 401 and 402.
-		if end.Totals.Started > 7 || h.stats.jobsCompleted != 6 {
-			t.Errorf("started %d runners for 6 jobs run here (+1 served elsewhere), %d jobs completed", end.Totals.Started, h.stats.jobsCompleted)
+		// 4 for the 4 jobs; 1 for job 301 before another pool's runner took it, which then took
+		// job 401 (another pool's); 1 for job 402; 1 each for 501, 502 and 601.
+		if end.Totals.Started != 9 || h.stats.jobsCompleted != 9 {
+			t.Errorf("started %d runners for 9 jobs run here (+1 served elsewhere), %d jobs completed; want 9", end.Totals.Started, h.stats.jobsCompleted)
 		}
 	},
 }

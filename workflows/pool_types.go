@@ -166,9 +166,11 @@ type PoolRunner struct {
 	RunnerID    int64  `json:"runnerId,omitempty"`
 	// Listed is the runner's status in the last runner listing that mentioned it.
 	Listed *RunnerStatusSignal `json:"listed,omitempty"`
-	// JobID is the job the runner reported it runs; its reservation ends when the runner
-	// leaves the job (reports idle, takes another job, or ends).
+	// JobID is the job the runner runs (from its own report, or the job's in_progress event);
+	// its reservation ends when the runner leaves the job (reports idle or draining, takes
+	// another job, or ends).
 	JobID int64 `json:"jobId,omitempty"`
+
 	// Warm is set when the runner started with a warm registration.
 	Warm bool `json:"warm,omitempty"`
 }
