@@ -29,6 +29,8 @@ type burstPhase struct {
 	// start is when the counters were reset, just before the jobs were queued; released is
 	// when the double started sending their webhooks.
 	start, released, allStarted time.Time
+	// warm is how many warm registrations the pools held when the jobs were queued.
+	warm int
 }
 
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
@@ -84,12 +86,43 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 			return err
 		}
 		b.pools = append(b.pools, pool)
-		specs = append(specs, poolSpec(pool, org, ns, 0, min(b.n, workflows.MaxPoolReplicas)))
+		spec := poolSpec(pool, org, ns, 0, min(b.n, workflows.MaxPoolReplicas))
+		spec.WarmRegistrations = min((b.e.opts.Warm+burstPools-1)/burstPools, *spec.MaxReplicas)
+		specs = append(specs, spec)
 	}
 	if err := b.e.apply(ctx, specs...); err != nil {
 		return err
 	}
-	return b.e.intake.waitRoutable(ctx, b.pools...)
+	if err := b.e.intake.waitRoutable(ctx, b.pools...); err != nil {
+		return err
+	}
+	return b.waitWarm(ctx)
+}
+
+// waitWarm waits until every pool has minted its warm registrations (none when cold).
+func (b *burstPhase) waitWarm(ctx context.Context) error {
+	if b.e.opts.Warm == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := pollEvery(ctx, time.Second, "the warm registrations to be minted", func() (bool, error) {
+		b.warm = 0
+		for _, p := range b.pools {
+			st, err := b.e.status(ctx, p)
+			if err != nil {
+				return false, err
+			}
+			if st.WarmWanted == 0 || st.WarmReady < st.WarmWanted {
+				return false, nil
+			}
+			b.warm += st.WarmReady
+		}
+		return true, nil
+	})
+	if err == nil {
+		b.e.say("burst of %d: %d warm registrations minted in %.1fs", b.n, b.warm, time.Since(start).Seconds())
+	}
+	return err
 }
 
 // fire resets the counters and queues the jobs with webhooks held, then releases them.
@@ -126,6 +159,7 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 	}
 	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
+	res.Warm, res.HotPathRegistrations = b.warm, b.hotPathRegistrations()
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
 	res.Latency, err = b.latencies(runnerTimes{decided: decided, started: firstStarts(runners)})
 	return res, err
@@ -188,6 +222,18 @@ func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 		AllStartedSeconds:     round1(b.allStarted.Sub(b.released).Seconds()),
 		SecondaryLimitSeconds: round1(secondaryLimitSeconds(b.n, b.e.opts.GitHubPointsPerMinute)),
 	}, nil
+}
+
+// hotPathRegistrations counts the registrations GitHub answered between the first webhook and
+// the last job's start: the calls a queued job waited on.
+func (b *burstPhase) hotPathRegistrations() int {
+	n := 0
+	for _, c := range b.e.world.GitHub.CallLog() {
+		if strings.HasSuffix(c.Route, "/actions/runners/generate-jitconfig") && !c.At.Before(b.released) && !c.At.After(b.allStarted) {
+			n++
+		}
+	}
+	return n
 }
 
 // secondaryLimitSeconds is how long GitHub's secondary limit (pointsPerMinute; a registration

@@ -83,6 +83,8 @@ func printLatency(w io.Writer, b BurstResult) {
 		row(w, "", "GitHub's secondary limit for that many registrations",
 			fmt.Sprintf("%.1f s; all started at %.2f × that bound", l.SecondaryLimitSeconds, l.AllStartedSeconds/l.SecondaryLimitSeconds))
 	}
+	row(w, "", "warm registrations; registrations on the hot path",
+		fmt.Sprintf("%d warm; %d registrations between the first webhook and the last job start", b.Warm, b.HotPathRegistrations))
 	row(w, "", "runner lifecycles; stranded runner workflows",
 		fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
 }

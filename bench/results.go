@@ -56,6 +56,11 @@ type BurstResult struct {
 	Pools int `json:"pools"`
 	// Runners is the number of runner lifecycles (runner workflows) the burst caused.
 	Runners int `json:"runners"`
+	// Warm is how many warm registrations the pools held when the jobs were queued;
+	// HotPathRegistrations counts the registrations (generate-jitconfig calls) made between
+	// the first webhook and the last job's start.
+	Warm                 int `json:"warm,omitempty"`
+	HotPathRegistrations int `json:"hotPathRegistrations"`
 	// Stranded are the runner workflows still running a minute after their pools emptied,
 	// which the benchmark terminated (see docs/benchmarks.md); empty when all ended.
 	Stranded []string `json:"stranded"`
