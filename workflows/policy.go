@@ -140,6 +140,25 @@ var UnregisterBusyPolicy = workflow.ActivityOptions{
 	},
 }
 
+// RegistrationRecheckInterval: a registration check that could not read the pod or GitHub asks
+// again after this long (a runner is never torn down on a read that failed).
+const RegistrationRecheckInterval = time.Minute
+
+// RegistrationCheckPolicy: the registration check's read of GitHub gives up after two minutes
+// (a spent budget waits for its reset far longer) and the check asks again at
+// RegistrationRecheckInterval instead, so the runner's loop keeps taking its signals.
+var RegistrationCheckPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // PodCheckPolicy: the backstop pod read repeats every PodCheckInterval anyway, so a failing
 // check gives up after two minutes instead of holding up the runner's signal loop for an hour.
 var PodCheckPolicy = workflow.ActivityOptions{

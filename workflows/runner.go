@@ -27,6 +27,10 @@ import (
 //     when the runner leaves it.
 //   - changeEphemeralDoneDrains (1): an ephemeral runner whose job completed reports draining
 //     (it is leaving) instead of idle.
+//   - changeReadNotGuess (1): the registration check acts on what the cluster and GitHub say
+//     (decideRegistration): a registration GitHub no longer lists while the pod runs ends the
+//     runner instead of registering another; what cannot be read is asked again, never torn
+//     down; the check reads GitHub under RegistrationCheckPolicy.
 //
 // Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
 // registration; inputs written before that field have none and run as they always did.
@@ -300,6 +304,7 @@ func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string
 const (
 	changeReportJob           = "report-job-to-pool"
 	changeEphemeralDoneDrains = "ephemeral-done-drains"
+	changeReadNotGuess        = "registration-check-reads"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.

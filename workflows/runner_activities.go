@@ -168,6 +168,12 @@ func getRunner(ctx workflow.Context, in RunnerRef) (GetRunnerOutput, error) {
 	return runActivity[RunnerRef, GetRunnerOutput](ctx, GitHubActivityPolicy, ActivityGetRunner, in)
 }
 
+// checkRunnerAtGitHub is GetRunner under RegistrationCheckPolicy: the registration check asks
+// again later rather than waiting hours on one read.
+func checkRunnerAtGitHub(ctx workflow.Context, in RunnerRef) (GetRunnerOutput, error) {
+	return runActivity[RunnerRef, GetRunnerOutput](ctx, RegistrationCheckPolicy, ActivityGetRunner, in)
+}
+
 func removeRunner(ctx workflow.Context, in RunnerRef) (RemoveRunnerOutput, error) {
 	return runActivity[RunnerRef, RemoveRunnerOutput](ctx, UnregisterBusyPolicy, ActivityRemoveRunner, in)
 }

@@ -191,6 +191,9 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 	var until time.Time
 	if !o.Online {
 		deadline := o.AttemptStart.Add(lim.registrationTimeout)
+		if o.RecheckAt.After(deadline) {
+			deadline = o.RecheckAt
+		}
 		if !now.Before(deadline) {
 			return step{action: actCheckRegistration}
 		}

@@ -129,7 +129,8 @@ func TestRunnerRegistrationLimitFailsVisibly(t *testing.T) {
 	h := newRunnerHarness(t).withPool()
 	h.registered(7, "uid-1", "uid-2", "uid-3")
 	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
-	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{}, nil).Times(MaxRegistrationAttempts)
+	// Registered at GitHub every time, never connected: the one case for a fresh registration.
+	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7}, nil).Times(MaxRegistrationAttempts)
 	h.removes(MaxRegistrationAttempts)
 	h.deletes(MaxRegistrationAttempts)
 	_, err := h.run(runnerTestInput(true))
@@ -158,6 +159,42 @@ func TestRunnerFoundOnlineAtTimeoutCheckIsKept(t *testing.T) {
 	}
 	if !slices.Contains(h.reportedStates(), RunnerIdle) {
 		t.Errorf("states %v never report the runner idle after the check found it online", h.reportedStates())
+	}
+}
+
+// A registration GitHub no longer lists while its pod runs means the runner's work is over (an
+// ephemeral runner GitHub removed after its job, or someone removed it): the runner ends, with
+// nothing left to unregister, and registers no other runner.
+func TestRunnerNotListedAtGitHubWhileItsPodRunsEnds(t *testing.T) {
+	h := newRunnerHarness(t).withPool()
+	h.registered(7, "uid-1")
+	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
+	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: false}, nil).Once()
+	h.env.OnActivity(ActivityRemoveRunner, mock.Anything, mock.Anything).Never()
+	h.deletes(1)
+	res := h.mustRun(runnerTestInput(true))
+	if res.FinalState != RunnerDone || !strings.Contains(res.Reason, "no longer registered") ||
+		countCalls(h.callOrder(), ActivityRegisterRunner) != 1 {
+		t.Errorf("result %+v after calls %v, want done on the one registration", res, h.callOrder())
+	}
+}
+
+// GitHub that cannot be read at the registration timeout (5xx, a spent budget) is asked again
+// a minute later; the runner is never torn down on a failed read.
+func TestRunnerGitHubUnreadableAtTimeoutIsAskedAgain(t *testing.T) {
+	h := newRunnerHarness(t).withPool()
+	h.registered(7, "uid-1")
+	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
+	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).
+		Return(GetRunnerOutput{}, temporal.NewNonRetryableApplicationError("GitHub 502", ErrTransient, nil)).Once()
+	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7, Online: true}, nil).Once()
+	h.env.OnActivity(ActivityRemoveRunner, mock.Anything, mock.Anything).Never()
+	h.deletes(1)
+	h.at(DefaultRegistrationTimeout+5*time.Minute, SignalPodStatus, podSig("uid-1", PodSucceeded, ""))
+	res := h.mustRun(runnerTestInput(true))
+	if res.FinalState != RunnerDone || res.Reason != "pod succeeded" || countCalls(h.callOrder(), ActivityRegisterRunner) != 1 ||
+		countCalls(h.callOrder(), ActivityGetRunner) != 2 {
+		t.Errorf("result %+v after calls %v, want GitHub asked twice and the runner kept until its pod succeeded", res, h.callOrder())
 	}
 }
 

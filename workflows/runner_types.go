@@ -76,4 +76,7 @@ type RunnerObservations struct {
 	AttemptStart time.Time `json:"attemptStart,omitzero"`
 	// LastPodCheck is when the pod was last read or reported (pod check backstop base).
 	LastPodCheck time.Time `json:"lastPodCheck,omitzero"`
+	// RecheckAt, when later than the registration timeout, is when a registration check that
+	// could not read the pod or GitHub asks again.
+	RecheckAt time.Time `json:"recheckAt,omitzero"`
 }

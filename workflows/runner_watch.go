@@ -59,14 +59,46 @@ func (r *runner) derivedState(ctx workflow.Context) RunnerState {
 }
 
 // checkRegistration runs when the registration timeout passed without news of the runner being
-// online. Nobody may have told us (no pool listing yet, a lost webhook), so it asks once: the
-// pod first (cheap; an exited pod means the work is over), then GitHub. Only a runner that is
-// really not online is torn down and registered again.
+// online. Nobody may have told us (no pool listing yet, a lost webhook), so it asks: the pod
+// first (cheap; an exited pod means the work is over), then GitHub, and acts on what they say
+// (decideRegistration). What cannot be read is asked again after RegistrationRecheckInterval;
+// only a runner that never came online is torn down and registered again.
 func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
-	r.checkPod(ctx)
+	podRead := r.checkPod(ctx)
 	if _, over := r.obs.ended(r.limits); over {
 		return ending{}, false
 	}
+	if workflow.GetVersion(ctx, changeReadNotGuess, workflow.DefaultVersion, 1) < 1 {
+		return r.checkRegistrationByGuess(ctx)
+	}
+	gh, err := checkRunnerAtGitHub(ctx, r.runnerRef())
+	if err != nil {
+		r.log.Warn("Cannot read runner status at registration timeout; asking again later", "error", err)
+	}
+	if err == nil && gh.Found && r.reg.RunnerID == 0 {
+		r.reg.RunnerID = gh.RunnerID
+	}
+	v := decideRegistration(viewOfPod(r.obs.PodPhase, r.obs.PodDeleting, podRead), viewOfGitHub(gh, err))
+	now := workflow.Now(ctx)
+	switch v.action {
+	case verdictOnline:
+		r.obs.Online = true
+		r.obs.noteOnline(now, time.Time{})
+		r.obs.setBusy(gh.Busy)
+		return ending{}, false
+	case verdictAskAgain:
+		r.obs.RecheckAt = now.Add(RegistrationRecheckInterval)
+		return ending{}, false
+	case verdictWorkOver:
+		return ending{reason: v.reason, githubDone: v.githubDone}, true
+	}
+	return ending{kind: endReregister, githubDone: v.githubDone,
+		reason: v.reason + ", " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
+}
+
+// checkRegistrationByGuess is the check of histories recorded before changeReadNotGuess: a
+// runner not found online, or not read at all, was taken as never online.
+func (r *runner) checkRegistrationByGuess(ctx workflow.Context) (ending, bool) {
 	gh, err := getRunner(ctx, r.runnerRef())
 	if err != nil {
 		r.log.Warn("Cannot read runner status at registration timeout", "error", err)
@@ -85,14 +117,15 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 	return ending{kind: endReregister, reason: "runner not online " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
 }
 
-// checkPod reads the pod: the backstop for a pod-watcher signal that never came.
-func (r *runner) checkPod(ctx workflow.Context) {
+// checkPod reads the pod: the backstop for a pod-watcher signal that never came. It reports
+// whether the pod could be read.
+func (r *runner) checkPod(ctx workflow.Context) bool {
 	pod, err := getRunnerPod(ctx, r.podRef())
 	now := workflow.Now(ctx)
 	r.obs.LastPodCheck = now
 	if err != nil {
 		r.log.Warn("Cannot read runner pod; trying again later", "error", err)
-		return
+		return false
 	}
 	if !pod.Exists {
 		pod.Phase = PodGone
@@ -100,6 +133,7 @@ func (r *runner) checkPod(ctx workflow.Context) {
 	r.obs.recordPod(PodStatusSignal{
 		Pod: r.in.Name, UID: r.podUID, Phase: pod.Phase, Reason: pod.Reason, Deleting: pod.Deleting,
 	}, r.podUID, now)
+	return true
 }
 
 // shouldContinueAsNew is true when the history is long enough to start a fresh run.
