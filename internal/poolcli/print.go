@@ -56,6 +56,9 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 	fmt.Fprintf(w, "  desired     %d (%s)\n", st.Desired, st.Why)
 	fmt.Fprintf(w, "  runners     %d: %s; outdated %d\n", len(st.Runners), stateSummary(st.RunnersByState), st.Outdated)
 	fmt.Fprintf(w, "  reserved    %d queued job(s)\n", st.Reservations)
+	if st.WarmWanted > 0 || len(st.Warm) > 0 {
+		fmt.Fprintf(w, "  warm        %d registration(s) minted ahead, %d ready, %d wanted\n", len(st.Warm), st.WarmReady, st.WarmWanted)
+	}
 	fmt.Fprintf(w, "  template    %s  generation %s  started %d, finished %d, failed %d\n",
 		st.TemplateHash, st.Generation, st.Totals.Started, st.Totals.Finished, st.Totals.Failed)
 	if len(st.Runners) > 0 {
