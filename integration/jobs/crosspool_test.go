@@ -33,33 +33,25 @@ const (
 // pools: the big pool's runners have every label the small pool's jobs ask for, so they can
 // (and here, while the small pool is paused, must) run the small pool's jobs. The small pool's
 // name sorts first, so the jobs both pools fit are routed to it (equal scopes tie by name).
-var pools = fmt.Sprintf(`
-name: %[1]s
-organization: %[3]s
-labels: [self-hosted, linux]
+var pools = poolYAML(smallPool, "self-hosted, linux") + "---\n" + poolYAML(bigPool, "self-hosted, linux, big")
+
+// poolYAML is one ephemeral organization pool of the test, as `starter apply` reads it.
+func poolYAML(name, labels string) string {
+	return fmt.Sprintf(`
+name: %s
+organization: %s
+labels: [%s]
 ephemeral: true
 maxReplicas: 20
 scaleDownDelay: 5s
-namespace: %[4]s
+namespace: %s
 template:
   spec:
     containers:
       - name: runner
         image: ghcr.io/actions/actions-runner:2.328.0
----
-name: %[2]s
-organization: %[3]s
-labels: [self-hosted, linux, big]
-ephemeral: true
-maxReplicas: 20
-scaleDownDelay: 5s
-namespace: %[4]s
-template:
-  spec:
-    containers:
-      - name: runner
-        image: ghcr.io/actions/actions-runner:2.328.0
-`, smallPool, bigPool, org, demo.RunnerNamespace)
+`, name, org, labels, demo.RunnerNamespace)
+}
 
 // TestOneRunnerPerJobAcrossPools: the big pool's runners take the small pool's jobs (the small
 // pool is paused meanwhile), and every job's completed webhook arrives only after its runner has
