@@ -72,6 +72,42 @@ var (
 	ErrBadScope = errors.New("malformed runner scope")
 )
 
+// EnterpriseCredentialHint says which credential enterprise runners need. GitHub's REST reference
+// for every /enterprises/{enterprise}/actions/runners… operation: "OAuth app tokens and personal
+// access tokens (classic) need the manage_runners:enterprise scope", and the endpoints "do not work
+// with GitHub App user access tokens, GitHub App installation access tokens, or fine-grained
+// personal access tokens" (the OpenAPI description marks them enabledForGitHubApps: false).
+const EnterpriseCredentialHint = "enterprise runners need a personal access token (classic) with manage_runners:enterprise; " +
+	"GitHub Apps cannot manage enterprise runners"
+
+// EnterpriseCredentialError is GitHub's 403 on an enterprise runner endpoint: the credential can
+// never manage enterprise runners (an App installation, a fine-grained token) or lacks the scope.
+// It wraps GitHub's answer, so it is classified as that answer (Forbidden, not retried); its
+// message tells the operator what to configure instead.
+type EnterpriseCredentialError struct {
+	// App is true when the refused credential is a GitHub App installation.
+	App bool
+	Err error
+}
+
+func (e *EnterpriseCredentialError) Error() string {
+	refused := "GitHub refused the token"
+	if e.App {
+		refused = "GitHub refused the GitHub App installation this worker is configured with"
+	}
+	return fmt.Sprintf("%s (%s: %v)", EnterpriseCredentialHint, refused, e.Err)
+}
+
+func (e *EnterpriseCredentialError) Unwrap() error { return e.Err }
+
+// scopeError explains GitHub's refusal of an enterprise runner endpoint; other errors pass as is.
+func (c *GitHubClient) scopeError(scope workflows.Scope, err error) error {
+	if scope.Enterprise != "" && isGitHubStatus(err, http.StatusForbidden) {
+		return &EnterpriseCredentialError{App: c.app, Err: err}
+	}
+	return err
+}
+
 // defaultRunnerGroupID is the id GitHub gives every organization's and enterprise's Default group
 // (repositories only have that one).
 const defaultRunnerGroupID = 1
@@ -103,6 +139,8 @@ type GitHubConfig struct {
 type GitHubClient struct {
 	gh      *github.Client
 	webBase string
+	// app: the credential is a GitHub App installation (named in enterprise refusals).
+	app bool
 
 	mu     sync.Mutex
 	groups map[string]cachedGroup
@@ -156,7 +194,7 @@ func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	return &GitHubClient{gh: gh, webBase: webBase(u), groups: map[string]cachedGroup{}}, nil
+	return &GitHubClient{gh: gh, webBase: webBase(u), app: app, groups: map[string]cachedGroup{}}, nil
 }
 
 // appTransport authenticates as a GitHub App installation (tokens are minted and refreshed by

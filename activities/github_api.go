@@ -12,7 +12,8 @@ import (
 )
 
 // This file maps GitHub's three runner scopes (repository, organization, enterprise) onto
-// go-github's calls; nothing here classifies or retries.
+// go-github's calls; nothing here classifies or retries. A refused enterprise call is explained
+// (scopeError), since GitHub's own message does not say which credential would do.
 
 // CreateJITConfig implements GitHub.
 func (c *GitHubClient) CreateJITConfig(ctx context.Context, scope workflows.Scope, req JITRequest) (JITConfig, error) {
@@ -37,7 +38,7 @@ func (c *GitHubClient) CreateJITConfig(ctx context.Context, scope workflows.Scop
 		cfg, _, err = c.gh.Enterprise.CreateJITConfig(ctx, scope.Enterprise, body)
 	}
 	if err != nil {
-		return JITConfig{}, err
+		return JITConfig{}, c.scopeError(scope, err)
 	}
 	if cfg.GetEncodedJITConfig() == "" || cfg.GetRunner().GetID() == 0 {
 		return JITConfig{}, fmt.Errorf("generate-jitconfig answered without a runner or configuration")
@@ -64,7 +65,7 @@ func (c *GitHubClient) CreateRegistrationToken(ctx context.Context, scope workfl
 		tok, _, err = c.gh.Enterprise.CreateRegistrationToken(ctx, scope.Enterprise)
 	}
 	if err != nil {
-		return "", err
+		return "", c.scopeError(scope, err)
 	}
 	if tok.GetToken() == "" {
 		return "", fmt.Errorf("registration-token answered without a token")
@@ -82,7 +83,7 @@ func (c *GitHubClient) ListRunners(ctx context.Context, scope workflows.Scope, n
 	for {
 		page, resp, err := c.listRunnersPage(ctx, scope, opts)
 		if err != nil {
-			return nil, err
+			return nil, c.scopeError(scope, err)
 		}
 		for _, r := range page.Runners {
 			out = append(out, runnerInfo(r))
@@ -127,7 +128,7 @@ func (c *GitHubClient) GetRunner(ctx context.Context, scope workflows.Scope, id 
 		r, _, err = c.gh.Enterprise.GetRunner(ctx, scope.Enterprise, id)
 	}
 	if err != nil {
-		return RunnerInfo{}, err
+		return RunnerInfo{}, c.scopeError(scope, err)
 	}
 	return runnerInfo(r), nil
 }
@@ -147,7 +148,7 @@ func (c *GitHubClient) RemoveRunner(ctx context.Context, scope workflows.Scope, 
 	default:
 		_, err = c.gh.Enterprise.RemoveRunner(ctx, scope.Enterprise, id)
 	}
-	return err
+	return c.scopeError(scope, err)
 }
 
 // RunnerGroupID implements GitHub. The Default group needs no call; a named group is looked up
@@ -198,7 +199,7 @@ func (c *GitHubClient) lookupRunnerGroup(ctx context.Context, scope workflows.Sc
 			}
 		}
 		if err != nil {
-			return 0, err
+			return 0, c.scopeError(scope, err)
 		}
 		for _, g := range groups {
 			if strings.EqualFold(g.name, name) {

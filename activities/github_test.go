@@ -6,11 +6,15 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -92,5 +96,74 @@ func TestRunnerURLs(t *testing.T) {
 	}
 	if got := c.RunnerURL(workflows.Scope{Repository: "acme/app"}); got != "https://github.com/acme/app" {
 		t.Errorf("repository URL %s", got)
+	}
+}
+
+// TestEnterpriseRunnersRefusedToAnAppSayWhichCredentialToUse: GitHub's enterprise runner endpoints
+// refuse App installation tokens (403 "Resource not accessible by integration", as the double
+// answers); RegisterRunner, in both modes, and the pool's listing fail for good with an error
+// that says a classic token with manage_runners:enterprise is needed, and nothing is written. The
+// same calls with a classic token succeed.
+func TestEnterpriseRunnersRefusedToAnAppSayWhichCredentialToUse(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := githubdouble.Start(githubdouble.Config{
+		Tokens: []string{testToken},
+		App:    &githubdouble.AppConfig{ID: 11, InstallationID: 22, PublicKey: &key.PublicKey},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gh.Close()
+	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/app", Enterprise: "big"}); err != nil {
+		t.Fatal(err)
+	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	app, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), AppID: 11, InstallationID: 22, PrivateKeyPEM: pemBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	enterprise := workflows.Scope{Enterprise: "big"}
+	asApp := &GitHubActivities{GitHub: app, Kube: e.kube}
+	for _, mode := range []workflows.RegistrationMode{workflows.RegistrationJIT, workflows.RegistrationToken} {
+		in := e.registration("pool-a-ent-" + string(mode))
+		in.Scope, in.Mode = enterprise, mode
+		_, err := asApp.RegisterRunner(e.ctx, in)
+		checkEnterpriseRefusal(t, string(mode)+" registration", err)
+		if _, err := e.kube.CoreV1().Secrets(e.ns).Get(e.ctx, in.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s registration refused by GitHub left a Secret", mode)
+		}
+	}
+	_, err = asApp.ListRunners(e.ctx, workflows.ListRunnersInput{Scope: enterprise, NamePrefix: "pool-a-"})
+	checkEnterpriseRefusal(t, "listing", err)
+	if _, err := asApp.RegisterRunner(e.ctx, e.registration("pool-a-org")); err != nil {
+		t.Errorf("the App cannot register an organization runner: %v", err)
+	}
+
+	token, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asToken := &GitHubActivities{GitHub: token, Kube: e.kube}
+	in := e.registration("pool-a-ent-pat")
+	in.Scope = enterprise
+	if out, err := asToken.RegisterRunner(e.ctx, in); err != nil || out.RunnerID == 0 {
+		t.Errorf("a classic token registering an enterprise runner: %+v, %v", out, err)
+	}
+}
+
+func checkEnterpriseRefusal(t *testing.T, what string, err error) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != workflows.ErrForbidden || !app.NonRetryable() {
+		t.Fatalf("%s as an App in an enterprise: %v, want a non-retryable %s error", what, err, workflows.ErrForbidden)
+	}
+	for _, want := range []string{EnterpriseCredentialHint, "GitHub App installation", "403"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q does not say %q", what, err, want)
+		}
 	}
 }
