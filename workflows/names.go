@@ -43,6 +43,11 @@ const (
 	SignalDrain = "drain"
 	// UpdateDrain is the same request as an update, so the caller learns that it was accepted.
 	UpdateDrain = "drain"
+	// UpdateForceRemove removes a runner now, even mid-job (ForceRemoveRequest): its pod goes
+	// first, so GitHub fails the job, then its registration and Secret. SignalForceRemove is the
+	// same request as its pool forwards it (a workflow cannot send another an update).
+	UpdateForceRemove = "force-remove"
+	SignalForceRemove = "force-remove"
 	// QueryStatus answers the workflow's status (RunnerStatus or PoolStatus).
 	QueryStatus = "status"
 )
@@ -55,6 +60,9 @@ const (
 	UpdateApply = "apply"
 	// UpdateScale changes min/max (ScaleRequest).
 	UpdateScale = "scale"
+	// UpdateForceRemoveRunner force-removes one of the pool's runners (ForceRemoveRunnerRequest):
+	// the pool checks the runner is its own and forwards the request to it.
+	UpdateForceRemoveRunner = "force-remove-runner"
 	// SignalPause and SignalResume stop and restart scaling decisions (OperatorRequest).
 	SignalPause  = "pause"
 	SignalResume = "resume"

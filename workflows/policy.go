@@ -140,6 +140,26 @@ var UnregisterBusyPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ForceRemoveBusyGrace: a force-removed runner's pod is deleted before its registration, and
+// GitHub keeps answering 422 (busy) until it notices the runner is gone and fails its job:
+// seconds to a few minutes. Past this the removal fails visibly rather than wait for a job
+// that will never end.
+const ForceRemoveBusyGrace = 10 * time.Minute
+
+// ForceUnregisterPolicy: unregistering a force-removed runner retries RunnerBusy every five
+// seconds (GitHub is about to fail the job), bounded by ForceRemoveBusyGrace.
+var ForceUnregisterPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: ForceRemoveBusyGrace,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     1,
+		MaximumInterval:        5 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // RegistrationRecheckInterval: a registration check that could not read the pod or GitHub asks
 // again after this long (a runner is never torn down on a read that failed).
 const RegistrationRecheckInterval = time.Minute

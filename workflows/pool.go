@@ -58,7 +58,13 @@ func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
 		p.st = *in.State
 	} else {
 		spec := in.Spec.WithDefaults()
-		if errs := spec.Validate(field.NewPath("spec")); len(errs) > 0 {
+		errs := spec.Validate(field.NewPath("spec"))
+		// The rules added later apply at a new pool's start only behind the change id: a pool
+		// started before them replays its start as it ran (see ValidateNew).
+		if workflow.GetVersion(ctx, changeNewSpecRules, workflow.DefaultVersion, 1) >= 1 {
+			errs = spec.ValidateNew(field.NewPath("spec"))
+		}
+		if len(errs) > 0 {
 			return nil, temporal.NewNonRetryableApplicationError("invalid pool spec: "+errs.ToAggregate().Error(), ErrInvalidSpec, nil)
 		}
 		p.st = PoolState{

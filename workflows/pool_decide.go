@@ -73,6 +73,8 @@ const (
 //   - rollout: outdated runners that are not busy are drained at once; busy outdated runners
 //     finish their job and are replaced afterwards (an ephemeral runner ends by itself, a
 //     persistent one is drained when it reports idle) — a busy runner is never drained;
+//   - force-removed runners hold their place until they have ended: no replacement starts
+//     for one (nor into its slot) while it is leaving;
 //   - scale up: start runners until the runners that stay (current ones plus busy outdated
 //     ones) reach desired, while the runners that hold capacity (all but idle ones already
 //     leaving) stay within max, and — stateful pools — only into free slots;
@@ -94,11 +96,16 @@ func Decide(in DecideInput) Plan {
 	// Outdated idle runners leave now: their capacity goes to their replacements at once.
 	v.occupied -= len(v.outdatedIdle)
 	staying := len(v.current) + v.outdatedBusy
+	if v.removing > 0 {
+		plan.Why += fmt.Sprintf("; %d force-removed runner(s) hold their place until they end", v.removing)
+	}
 	switch {
 	case staying > desired:
 		plan.scaleDown(in, v, staying-desired)
-	case staying < desired:
-		plan.scaleUp(in, v, desired-staying)
+	case staying+v.removing < desired:
+		// A force-removed runner is replaced only once it has ended: until then it holds its
+		// place (and its slot), though it is not kept against a scale-down of the others.
+		plan.scaleUp(in, v, desired-staying-v.removing)
 	}
 	return plan
 }
@@ -113,7 +120,9 @@ type view struct {
 	outdatedBusy int
 	busy         int
 	// occupied counts runners that hold capacity: all but idle runners already leaving.
-	occupied  int
+	occupied int
+	// removing counts force-removed runners still leaving: each holds its place.
+	removing  int
 	usedSlots map[int]bool
 }
 
@@ -124,12 +133,15 @@ func classify(in DecideInput) view {
 			continue
 		}
 		busy := r.State == RunnerBusy || r.Busy
-		leaving := r.Draining || r.State == RunnerDraining
+		leaving := r.Draining || r.State == RunnerDraining || r.Removing
 		if busy {
 			v.busy++
 		}
-		if !leaving || busy {
+		if !leaving || busy || r.Removing {
 			v.occupied++
+		}
+		if r.Removing {
+			v.removing++
 		}
 		if r.Stateful {
 			v.usedSlots[r.Slot] = true

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -109,6 +110,12 @@ func (i *deliveryWitnessInbound) HandleSignal(ctx workflow.Context, in *intercep
 		i.h.witnessSignal(in.SignalName)
 	case i.workflowType == RunnerWorkflowType && in.SignalName == SignalDrain:
 		i.h.drain(runnerNameOf(i.workflowID))
+	case i.workflowType == RunnerWorkflowType && in.SignalName == SignalForceRemove:
+		var req ForceRemoveRequest
+		if err := converter.GetDefaultDataConverter().FromPayloads(in.Arg, &req); err != nil {
+			i.h.t.Errorf("decode force-remove: %v", err)
+		}
+		i.h.forceRemove(runnerNameOf(i.workflowID), req)
 	}
 	return i.Next.HandleSignal(ctx, in)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -22,6 +23,10 @@ func (p *pool) registerHandlers() error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateScale, p.scale,
 		workflow.UpdateHandlerOptions{Validator: p.validateScale}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, UpdateForceRemoveRunner, p.forceRemoveRunner,
+		workflow.UpdateHandlerOptions{Validator: p.validateForceRemoveRunner}); err != nil {
 		return err
 	}
 	// No validator for reservations: ApplyReservationBatch skips events it cannot use, and one
@@ -79,6 +84,7 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	}
 	r := &p.st.Runners[i]
 	r.State, r.Since = rep.State, now
+	r.Removing = r.Removing || rep.Removing
 	if rep.RunnerID != 0 {
 		r.RunnerID = rep.RunnerID
 	}
@@ -139,7 +145,15 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 //     completed webhook (or expiry) ended it, so a finished runner was replaced for a job that
 //     was already done.
 //   - changeWarmRegistrations (1): warm registrations (pool_warm.go).
-const changeEndJobWithRunner = "end-job-with-runner"
+//   - changeNewSpecRules (1): a new pool's start checks its spec with ValidateNew (a
+//     repository-scoped pool with a runner group is rejected); before, with Validate.
+//
+// Not a change id: force-remove-runner signals the runner only when the update arrives, and
+// a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
+const (
+	changeEndJobWithRunner = "end-job-with-runner"
+	changeNewSpecRules     = "new-spec-rules"
+)
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
 // left that job, so it needs no capacity any more, whether or not its completed webhook came.
@@ -163,12 +177,14 @@ func appendBounded[T any](list []T, v T, limit int) []T {
 	return list
 }
 
+// validateApply checks an applied spec with every rule, the newest included (ValidateNew): a
+// validator runs only when an update arrives, never when a history replays.
 func (p *pool) validateApply(req ApplyRequest) error {
 	spec := req.Spec.WithDefaults()
 	if spec.Name != p.st.Spec.Name {
 		return fmt.Errorf("spec.name: %q cannot be applied to pool %q (a pool cannot be renamed)", spec.Name, p.st.Spec.Name)
 	}
-	if errs := spec.Validate(field.NewPath("spec")); len(errs) > 0 {
+	if errs := spec.ValidateNew(field.NewPath("spec")); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
 	return nil
@@ -266,6 +282,39 @@ func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) 
 	p.logger.Info("Pool scaled by operator", "min", after.Min, "max", after.Max)
 	p.changed = true
 	return ScaleResult{Bounds: after}, nil
+}
+
+// validateForceRemoveRunner accepts a force-remove of one of the pool's own runners, with a
+// reason, once its workflow exists (before that there is nothing to signal).
+func (p *pool) validateForceRemoveRunner(req ForceRemoveRunnerRequest) error {
+	if strings.TrimSpace(req.Reason) == "" {
+		return fmt.Errorf(`force-remove-runner: a reason is required, e.g. {"runner":"<name>","reason":"job stuck"}`)
+	}
+	i := p.find(req.Runner)
+	switch {
+	case i < 0:
+		return fmt.Errorf("force-remove-runner: pool %s has no runner %q (it may have ended already)", p.st.Spec.Name, req.Runner)
+	case !p.st.Runners[i].Started:
+		return fmt.Errorf("force-remove-runner: runner %s is still starting; try again in a moment", req.Runner)
+	}
+	return nil
+}
+
+// forceRemoveRunner forwards the request to the runner as SignalForceRemove (a workflow cannot
+// send another an update) and answers once the runner has it. The runner holds its place from
+// now on: the pool starts no replacement until it has ended.
+func (p *pool) forceRemoveRunner(ctx workflow.Context, req ForceRemoveRunnerRequest) (ForceRemoveRunnerResult, error) {
+	if i := p.find(req.Runner); i >= 0 {
+		p.st.Runners[i].Removing = true
+	}
+	p.changed = true
+	p.logger.Info("Force-removing runner", "runner", req.Runner, "reason", req.Reason)
+	err := workflow.SignalExternalWorkflow(ctx, RunnerWorkflowID(p.st.Spec.Name, req.Runner), "",
+		SignalForceRemove, ForceRemoveRequest{Reason: req.Reason}).Get(ctx, nil)
+	if err != nil {
+		return ForceRemoveRunnerResult{}, fmt.Errorf("force-remove-runner: signal runner %s: %w", req.Runner, err)
+	}
+	return ForceRemoveRunnerResult{Runner: req.Runner}, nil
 }
 
 // reserve applies one scale window's batch of workflow_job events to the reservation book.

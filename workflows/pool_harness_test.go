@@ -63,6 +63,8 @@ type poolHarness struct {
 	warm warmSim
 	// failClaims makes EnsureSlotClaims fail for good.
 	failClaims bool
+	// forceRemoveTakes is how long a force-removed runner takes to end.
+	forceRemoveTakes time.Duration
 	// onSegment, if set, adds mocks to each run's environment.
 	onSegment func()
 }
@@ -263,8 +265,11 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 	if gone {
 		return &temporal.UnknownExternalWorkflowExecutionError{}
 	}
-	if signal == SignalDrain {
+	switch signal {
+	case SignalDrain:
 		h.drain(name)
+	case SignalForceRemove:
+		h.forceRemove(name, arg.(ForceRemoveRequest))
 	}
 	return nil
 }
@@ -354,6 +359,20 @@ func (h *poolHarness) drain(name string) {
 	h.mu.Unlock()
 	h.after(time.Second, func() { h.report(name, RunnerDraining, "drain") })
 	h.after(3*time.Second, func() { h.end(name, RunnerDone, "drained") })
+}
+
+// forceRemove plays a runner's force-remove: it reports draining (removing) at once, whether
+// busy or not, and ends after forceRemoveTakes (its pod, registration and Secret going).
+func (h *poolHarness) forceRemove(name string, req ForceRemoveRequest) {
+	h.mu.Lock()
+	r := h.sim[name]
+	r.state, r.busy = RunnerDraining, false
+	rep := RunnerStateReport{Runner: name, State: RunnerDraining, TemplateHash: r.in.Spec.TemplateHash,
+		Slot: r.in.Slot, Reason: "force-removed: " + req.Reason, Removing: true}
+	took := h.forceRemoveTakes
+	h.mu.Unlock()
+	h.after(time.Second, func() { h.signal(SignalRunnerState, rep) })
+	h.after(took, func() { h.end(name, RunnerDone, rep.Reason) })
 }
 
 func (h *poolHarness) end(name string, state RunnerState, reason string) {

@@ -26,6 +26,20 @@ var (
 // maxLabelLength bounds a runner label as GitHub does.
 const maxLabelLength = 256
 
+// ValidateNew is Validate plus the rules added while pools were already running: what `starter
+// apply`, the apply update's validator and a new pool's start (behind changeNewSpecRules)
+// check. Validate alone is what a running pool's history replays (a pool's first run
+// validates its spec), so a pool started with a spec a newer rule rejects still replays; it
+// meets the rule at its next apply.
+func (s PoolSpec) ValidateNew(path *field.Path) field.ErrorList {
+	errs := s.Validate(path)
+	if s.Repository != "" && s.RunnerGroup != "" {
+		errs = append(errs, field.Invalid(path.Child("runnerGroup"), s.RunnerGroup,
+			"runner groups exist only for organizations and enterprises; remove runnerGroup from a repository-scoped pool"))
+	}
+	return errs
+}
+
 // Validate checks a spec (after WithDefaults) and returns every problem with its field path
 // under path, e.g. "pools[1].maxReplicas: Invalid value: 1: must be >= minReplicas (2)".
 func (s PoolSpec) Validate(path *field.Path) field.ErrorList {

@@ -32,6 +32,10 @@ import (
 //     runner instead of registering another; what cannot be read is asked again, never torn
 //     down; the check reads GitHub under RegistrationCheckPolicy.
 //
+// Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
+// forceRemove only once one arrived, and no history written before it has one; without it the
+// runner issues the commands it always did.
+//
 // Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
 // registration; inputs written before that field have none and run as they always did.
 
@@ -114,7 +118,10 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 	}
 	for {
 		if r.podUID == "" {
-			if r.drainSignals(); r.obs.Drain != nil {
+			if r.drainSignals(); r.obs.Force != nil {
+				return r.forceRemove(ctx, r.obs.forceEnding())
+			}
+			if r.obs.Drain != nil {
 				return r.finish(ctx, ending{reason: withDetail("drained before registration", r.obs.Drain.Reason)})
 			}
 			if err := r.registerAndStart(ctx); err != nil {
@@ -128,6 +135,9 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 		case endCancelled:
 			return r.cancelled(ctx)
 		case endFinish:
+			if end.force {
+				return r.forceRemove(ctx, end)
+			}
 			return r.finish(ctx, end)
 		}
 		r.log.Warn("Runner did not come online; registering again", "attempt", r.attempt, "reason", end.reason)
@@ -150,7 +160,7 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 	if !warm {
 		r.reg = RegisterRunnerOutput{}
 	}
-	r.obs = RunnerObservations{Drain: r.obs.Drain, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
+	r.obs = RunnerObservations{Drain: r.obs.Drain, Force: r.obs.Force, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
 	r.setState(ctx, RunnerRegistering, "")
 	spec := r.in.Spec
 	if !warm {
@@ -202,6 +212,55 @@ func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) 
 	r.setState(ctx, RunnerDone, end.reason)
 	r.drainSignals() // news of the pod we just deleted: nothing left to act on
 	return r.result(), nil
+}
+
+// forceRemove ends a runner at the operator's word, even mid-job. GitHub refuses to remove a
+// busy runner (422), so the order is the reverse of cleanup's: the pod first (its runner
+// process dies, GitHub sees the runner go and fails its job), then the registration (the 422
+// retried while GitHub still says busy, for ForceRemoveBusyGrace), then the Secret. The
+// runner reports draining with Removing at once, so its pool holds its place (no replacement,
+// its slot taken) until it reports its end.
+func (r *runner) forceRemove(ctx workflow.Context, end ending) (RunnerResult, error) {
+	r.log.Info("Runner force-removed", "reason", end.reason, "busy", r.obs.Busy, "jobID", r.obs.JobID)
+	r.obs.setBusy(false)
+	if r.state == RunnerDraining {
+		// Already draining (e.g. drained mid-job): tell the pool it is now being removed.
+		r.reason = end.reason
+		r.report(ctx, RunnerDraining, end.reason)
+	} else {
+		r.setState(ctx, RunnerDraining, end.reason)
+	}
+	if err := r.forceCleanup(ctx); err != nil {
+		return r.fail(ctx, err)
+	}
+	r.setState(ctx, RunnerDone, end.reason)
+	r.drainSignals()
+	return r.result(), nil
+}
+
+// forceCleanup removes the pod, then the registration, then the Secret (see forceRemove).
+func (r *runner) forceCleanup(ctx workflow.Context) error {
+	r.cleaningUp = true
+	defer func() { r.cleaningUp = false }()
+	if r.podUID != "" {
+		if _, err := deleteRunnerPod(ctx, r.podRef()); err != nil {
+			return fmt.Errorf("delete runner pod: %w", err)
+		}
+		r.podUID = ""
+	}
+	if r.registered {
+		if _, err := removeForcedRunner(ctx, r.runnerRef()); err != nil {
+			return fmt.Errorf("remove force-removed runner from GitHub: %w", err)
+		}
+	}
+	r.registered = false
+	if r.reg.SecretName != "" {
+		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
+			return fmt.Errorf("delete runner secret: %w", err)
+		}
+		r.reg.SecretName = ""
+	}
+	return nil
 }
 
 // cleanup undoes what the current attempt created, in the order that never kills a busy runner.
@@ -320,7 +379,7 @@ func (r *runner) report(ctx workflow.Context, state RunnerState, reason string) 
 	}
 	report := RunnerStateReport{
 		Runner: r.in.Name, State: state, TemplateHash: r.in.Spec.TemplateHash, Slot: r.in.Slot,
-		RunnerID: r.reg.RunnerID, Reason: reason, Busy: r.obs.Busy,
+		RunnerID: r.reg.RunnerID, Reason: reason, Busy: r.obs.Busy, Removing: r.obs.Force != nil,
 	}
 	if state == RunnerBusy {
 		report.JobID, r.reportedJob = r.obs.JobID, r.obs.JobID
@@ -349,6 +408,15 @@ func (r *runner) setupHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateForceRemove,
+		func(ctx workflow.Context, req ForceRemoveRequest) (ForceRemoveResult, error) {
+			r.obs.recordForceRemove(req)
+			r.wake.SendAsync(true)
+			return ForceRemoveResult{State: RunnerDraining, Busy: r.obs.Busy}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: r.validateForceRemove}); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDrain,
 		func(ctx workflow.Context, req DrainRequest) (DrainResult, error) {
 			r.obs.recordDrain(req)
@@ -363,12 +431,24 @@ func (r *runner) setupHandlers(ctx workflow.Context) error {
 		}})
 }
 
+// validateForceRemove rejects a force-remove without a reason (the reason is the record of
+// who removed a runner mid-job, and why) or of a runner that has already ended.
+func (r *runner) validateForceRemove(req ForceRemoveRequest) error {
+	if strings.TrimSpace(req.Reason) == "" {
+		return fmt.Errorf(`force-remove: a reason is required, e.g. {"reason":"job stuck for 3 days"}`)
+	}
+	if r.state.Terminal() {
+		return fmt.Errorf("runner %s has already ended (%s)", r.in.Name, r.state)
+	}
+	return nil
+}
+
 func (r *runner) status() RunnerStatus {
 	return RunnerStatus{
 		Pool: r.in.Pool, Name: r.in.Name, State: r.state, TemplateHash: r.in.Spec.TemplateHash,
 		Slot: r.in.Slot, RunnerID: r.reg.RunnerID, Attempt: r.attempt, PodPhase: r.obs.PodPhase,
 		Online: r.obs.Online, Busy: r.obs.Busy, JobID: r.obs.JobID, JobsRun: r.obs.JobsRun,
-		Draining: r.obs.Drain != nil, Reason: r.reason,
+		Draining: r.obs.Drain != nil || r.obs.Force != nil, Reason: r.reason,
 	}
 }
 

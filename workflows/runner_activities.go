@@ -178,6 +178,12 @@ func removeRunner(ctx workflow.Context, in RunnerRef) (RemoveRunnerOutput, error
 	return runActivity[RunnerRef, RemoveRunnerOutput](ctx, UnregisterBusyPolicy, ActivityRemoveRunner, in)
 }
 
+// removeForcedRunner is RemoveRunner for a force-removed runner, whose pod is already gone:
+// GitHub says busy only until it notices, so the 422 is retried briefly (ForceUnregisterPolicy).
+func removeForcedRunner(ctx workflow.Context, in RunnerRef) (RemoveRunnerOutput, error) {
+	return runActivity[RunnerRef, RemoveRunnerOutput](ctx, ForceUnregisterPolicy, ActivityRemoveRunner, in)
+}
+
 func createRunnerPod(ctx workflow.Context, in CreateRunnerPodInput) (CreateRunnerPodOutput, error) {
 	return runActivity[CreateRunnerPodInput, CreateRunnerPodOutput](ctx, KubernetesActivityPolicy, ActivityCreateRunnerPod, in)
 }

@@ -51,6 +51,8 @@ type ending struct {
 	// githubDone: GitHub removed the registration itself (an ephemeral runner that exited after
 	// its job, or a listing that no longer has it), so unregistering would only cost a call.
 	githubDone bool
+	// force: the operator force-removed the runner; it leaves pod first, even mid-job.
+	force bool
 }
 
 // step is the loop's next move.
@@ -163,9 +165,24 @@ func (o *RunnerObservations) recordDrain(d DrainRequest) {
 	}
 }
 
-// ended reports whether the runner's work is over, and why.
+// recordForceRemove records a force-remove request; the first reason is kept.
+func (o *RunnerObservations) recordForceRemove(f ForceRemoveRequest) {
+	if o.Force == nil {
+		o.Force = &f
+	}
+}
+
+// forceEnding is the end of a force-removed runner, naming the operator's reason.
+func (o *RunnerObservations) forceEnding() ending {
+	return ending{reason: withDetail("force-removed", o.Force.Reason), force: true}
+}
+
+// ended reports whether the runner's work is over, and why. A force-remove comes first: the
+// operator's word ends the runner whatever its pod or job is doing.
 func (o *RunnerObservations) ended(lim watchLimits) (ending, bool) {
 	switch {
+	case o.Force != nil:
+		return o.forceEnding(), true
 	case o.PodPhase == PodSucceeded:
 		return ending{reason: "pod succeeded", githubDone: lim.ephemeral}, true
 	case o.PodPhase == PodFailed:

@@ -72,6 +72,8 @@ type RunnerObservations struct {
 	// JobDoneAt is when an ephemeral runner's job completed: its pod is about to exit.
 	JobDoneAt time.Time     `json:"jobDoneAt,omitzero"`
 	Drain     *DrainRequest `json:"drain,omitempty"`
+	// Force is the operator's force-remove request, once one arrived (the first is kept).
+	Force *ForceRemoveRequest `json:"forceRemove,omitempty"`
 	// AttemptStart is when the current attempt's pod was created (registration timeout base).
 	AttemptStart time.Time `json:"attemptStart,omitzero"`
 	// LastPodCheck is when the pod was last read or reported (pod check backstop base).

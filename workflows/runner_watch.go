@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -223,6 +224,14 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalDrain), func(d DrainRequest) {
 			r.obs.recordDrain(d)
+		}),
+		// A force-remove forwarded by the pool, which validated it (a signal has no validator):
+		// an empty reason is still named, so the runner's end says who removed it.
+		source(workflow.GetSignalChannel(ctx, SignalForceRemove), func(f ForceRemoveRequest) {
+			if strings.TrimSpace(f.Reason) == "" {
+				f.Reason = "no reason given"
+			}
+			r.obs.recordForceRemove(f)
 		}),
 	}
 }

@@ -144,6 +144,9 @@ type RunnerStateReport struct {
 	// Busy says whether the runner still runs a job: a runner drained mid-job is draining and
 	// busy; one leaving after its work ended (pod exited, job done) is draining and not busy.
 	Busy bool `json:"busy,omitempty"`
+	// Removing is set once the runner was force-removed: its pool holds its place (no
+	// replacement, its stateful slot taken) until it has ended.
+	Removing bool `json:"removing,omitempty"`
 }
 
 // PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.
@@ -194,4 +197,30 @@ type JobSignal struct {
 // DrainRequest asks a runner or a pool to drain: finish current work, take no more, go away.
 type DrainRequest struct {
 	Reason string `json:"reason,omitempty"`
+}
+
+// ForceRemoveRequest removes a runner now, even while it runs a job (UpdateForceRemove,
+// SignalForceRemove). Reason is required: it is recorded in the runner's history and names
+// the runner's end.
+type ForceRemoveRequest struct {
+	Reason string `json:"reason"`
+}
+
+// ForceRemoveResult answers UpdateForceRemove: the request was recorded; the runner is
+// leaving (its pod, registration and Secret go in that order) and ends on its own.
+type ForceRemoveResult struct {
+	State RunnerState `json:"state"`
+	Busy  bool        `json:"busy"`
+}
+
+// ForceRemoveRunnerRequest asks a pool to force-remove one of its runners
+// (UpdateForceRemoveRunner).
+type ForceRemoveRunnerRequest struct {
+	Runner string `json:"runner"`
+	Reason string `json:"reason"`
+}
+
+// ForceRemoveRunnerResult answers UpdateForceRemoveRunner once the runner has the request.
+type ForceRemoveRunnerResult struct {
+	Runner string `json:"runner"`
 }
