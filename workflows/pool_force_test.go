@@ -19,7 +19,9 @@ func TestPoolForceRemoveRunnerWaitsForTheRunnerToEnd(t *testing.T) {
 		spec.MaxReplicas = ptr(1) // the removed runner, once not busy, would leave room for another
 		first := RunnerName("linux", Generation(""), 1)
 		h.at(time.Minute, func() { h.startJobsWithIDs(41) })
-		h.at(2*time.Minute, func() { h.update("unknown", UpdateForceRemoveRunner, ForceRemoveRunnerRequest{Runner: "linux-zzzz-9", Reason: "stuck"}) })
+		h.at(2*time.Minute, func() {
+			h.update("unknown", UpdateForceRemoveRunner, ForceRemoveRunnerRequest{Runner: "linux-zzzz-9", Reason: "stuck"})
+		})
 		h.at(2*time.Minute+time.Second, func() { h.update("no reason", UpdateForceRemoveRunner, ForceRemoveRunnerRequest{Runner: first}) })
 		h.at(2*time.Minute+2*time.Second, func() {
 			h.update("force", UpdateForceRemoveRunner, ForceRemoveRunnerRequest{Runner: first, Reason: "job stuck"})

@@ -165,8 +165,8 @@ type PoolRunner struct {
 	DrainReason string `json:"drainReason,omitempty"`
 	// Removing is set once the runner was force-removed (by the pool's update or its own
 	// report): it holds its place (no replacement, its slot taken) until it has ended.
-	Removing bool `json:"removing,omitempty"`
-	RunnerID    int64  `json:"runnerId,omitempty"`
+	Removing bool  `json:"removing,omitempty"`
+	RunnerID int64 `json:"runnerId,omitempty"`
 	// Listed is the runner's status in the last runner listing that mentioned it.
 	Listed *RunnerStatusSignal `json:"listed,omitempty"`
 	// JobID is the job the runner runs (from its own report, or the job's in_progress event);
