@@ -69,7 +69,7 @@ func Parse(data []byte) ([]workflows.PoolSpec, error) {
 	for n, spec := range p.pools {
 		i := p.index[n]
 		path := field.NewPath("pools").Index(i)
-		p.fieldErrors(spec.Validate(path))
+		p.fieldErrors(spec.ValidateNew(path))
 		if first, dup := names[spec.Name]; dup && spec.Name != "" {
 			p.fieldErrors(field.ErrorList{field.Duplicate(path.Child("name"), fmt.Sprintf("%s (also pools[%d].name)", spec.Name, first))})
 		}

@@ -96,6 +96,7 @@ func TestParseRejectsWithFieldPath(t *testing.T) {
 		{"no scope", replace(validPool, "organization: acme", ""), "pools[0].repository: Required value: exactly one of repository, organization or enterprise"},
 		{"two scopes", validPool + "repository: acme/app\n", "pools[0].organization: Forbidden: exactly one of repository, organization or enterprise may be set (repository is set too)"},
 		{"bad repository", replace(validPool, "organization: acme", "repository: acme"), `pools[0].repository: Invalid value: "acme": must be "owner/repo"`},
+		{"runner group on a repository", replace(validPool, "organization: acme", "repository: acme/app\nrunnerGroup: builders"), `pools[0].runnerGroup: Invalid value: "builders": runner groups exist only for organizations and enterprises`},
 		{"bad enterprise", replace(validPool, "organization: acme", "enterprise: Big Corp"), "pools[0].enterprise: Invalid value"},
 		{"no labels", replace(validPool, "labels: [linux, small]", "labels: []"), "pools[0].labels: Required value"},
 		{"label with comma", replace(validPool, "[linux, small]", `[linux, "a,b"]`), "pools[0].labels[1]: Invalid value: \"a,b\": must not contain commas or whitespace"},
