@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -100,5 +102,18 @@ func TestPoolApplyRejectsRunnerGroupOnRepository(t *testing.T) {
 	}
 	if end.Spec.RunnerGroup != "" {
 		t.Errorf("spec runner group = %q, want unchanged", end.Spec.RunnerGroup)
+	}
+}
+
+// A new pool's start checks the newer rules too (behind the new-spec-rules change id).
+func TestNewPoolWithRunnerGroupOnRepositoryFails(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowType})
+	spec := poolTestSpec()
+	spec.Organization, spec.Repository, spec.RunnerGroup = "", "acme/app", "builders"
+	env.ExecuteWorkflow(PoolWorkflowType, PoolInput{Spec: spec})
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "spec.runnerGroup") {
+		t.Errorf("pool start: %v, want rejected at spec.runnerGroup", err)
 	}
 }

@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -311,6 +313,11 @@ func (p *pool) forceRemoveRunner(ctx workflow.Context, req ForceRemoveRunnerRequ
 	p.logger.Info("Force-removing runner", "runner", req.Runner, "reason", req.Reason)
 	err := workflow.SignalExternalWorkflow(ctx, RunnerWorkflowID(p.st.Spec.Name, req.Runner), "",
 		SignalForceRemove, ForceRemoveRequest{Reason: req.Reason}).Get(ctx, nil)
+	var gone *temporal.UnknownExternalWorkflowExecutionError
+	if errors.As(err, &gone) {
+		// It ended before the request reached it: the pool forgets it, as for any signal.
+		p.forget(req.Runner, RunnerDone, "runner workflow not found when force-removed")
+	}
 	if err != nil {
 		return ForceRemoveRunnerResult{}, fmt.Errorf("force-remove-runner: signal runner %s: %w", req.Runner, err)
 	}
