@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/worker"
+
 	"github.com/runnerflow/runnerflow/internal/temporalconn"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -27,6 +29,8 @@ type options struct {
 	appKeyFile      string
 	pointsPerMinute int
 	metricsListen   string
+	deploymentName  string
+	buildID         string
 	stopTimeout     time.Duration
 	logLevel        string
 }
@@ -45,6 +49,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.appKeyFile, "github-app-key-file", "", "GitHub App private key, PEM file")
 	fs.IntVar(&o.pointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the credential (points a minute; a write costs 5): the pace of GitHub calls across all worker replicas; the hourly budget is read from GitHub's answers")
 	fs.StringVar(&o.metricsListen, "metrics-listen", ":9090", "address serving /metrics, /healthz and /readyz; empty turns it off")
+	fs.StringVar(&o.buildID, "build-id", os.Getenv("RUNNERFLOW_BUILD_ID"), "opts into Temporal Worker Versioning as this build of --deployment-name (runners stay on the build that started them, pools move to the current one; see docs/operations.md, Upgrades); empty: unversioned ($RUNNERFLOW_BUILD_ID)")
+	fs.StringVar(&o.deploymentName, "deployment-name", workerapp.DefaultDeploymentName, "Temporal Worker Deployment the --build-id belongs to")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	return o
@@ -62,6 +68,9 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if o.pointsPerMinute <= 0 {
 		return workerapp.Config{}, fmt.Errorf("--github-points-per-minute must be positive, got %d", o.pointsPerMinute)
 	}
+	if o.buildID != "" && (o.deploymentName == "" || strings.Contains(o.deploymentName, ".")) {
+		return workerapp.Config{}, fmt.Errorf("--deployment-name %q: want a name without dots (Temporal writes a version as <name>.<build-id>)", o.deploymentName)
+	}
 	temporal, err := o.temporal.ClientOptions()
 	if err != nil {
 		return workerapp.Config{}, err
@@ -72,6 +81,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubPointsPerMinute: o.pointsPerMinute,
 		MetricsListen:         o.metricsListen,
+		Deployment:            worker.WorkerDeploymentVersion{DeploymentName: o.deploymentName, BuildID: o.buildID},
 		StopTimeout:           o.stopTimeout,
 		Logger:                slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}

@@ -113,3 +113,17 @@ func TestKubernetesClientLimitFlags(t *testing.T) {
 		t.Error("a negative --kube-qps was accepted")
 	}
 }
+
+func TestBuildIDOptsIntoWorkerVersioning(t *testing.T) {
+	cfg, err := parse(t).config(env(nil))
+	if err != nil || cfg.Deployment.BuildID != "" {
+		t.Fatalf("default: %+v, %v; want unversioned", cfg.Deployment, err)
+	}
+	cfg, err = parse(t, "--build-id=v1.4.0").config(env(nil))
+	if err != nil || cfg.Deployment.BuildID != "v1.4.0" || cfg.Deployment.DeploymentName != "runnerflow" {
+		t.Errorf("--build-id: %+v, %v; want version runnerflow.v1.4.0", cfg.Deployment, err)
+	}
+	if _, err := parse(t, "--build-id=v2", "--deployment-name=a.b").config(env(nil)); err == nil {
+		t.Error("a deployment name with a dot was accepted")
+	}
+}

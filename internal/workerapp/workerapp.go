@@ -74,12 +74,20 @@ type Config struct {
 	// (":0" picks a free port; MetricsAddr tells which).
 	MetricsListen string
 
+	// Deployment, when its BuildID is set, opts the workers into Temporal's Worker Versioning as
+	// this Worker Deployment Version: runner workflows are pinned to the version that started
+	// them, pools and scale windows move to the deployment's current version. Empty: unversioned.
+	Deployment worker.WorkerDeploymentVersion
+
 	// Identity names this worker in Temporal; empty means host and pid.
 	Identity string
 	// StopTimeout is how long a stopping worker lets running activities finish; zero means 10 s.
 	StopTimeout time.Duration
 	Logger      *slog.Logger
 }
+
+// DefaultDeploymentName is the Worker Deployment a versioned worker belongs to unless told.
+const DefaultDeploymentName = "runnerflow"
 
 // Deps are the clients a Register hook may build its activities from.
 type Deps struct {
@@ -150,6 +158,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = 10 * time.Second
 	}
+	if cfg.Deployment.BuildID != "" && cfg.Deployment.DeploymentName == "" {
+		cfg.Deployment.DeploymentName = DefaultDeploymentName
+	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()
 		cfg.Identity = fmt.Sprintf("runnerflow-worker@%s/%d", host, os.Getpid())
@@ -207,9 +218,9 @@ func (a *App) dial() error {
 // the Temporal server enforces across all worker replicas (the GitHub budget, declared once).
 func (a *App) buildWorkers() {
 	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
-		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout,
+		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
 	})
-	registerWorkflows(main)
+	registerWorkflows(main, a.versioningBehaviors())
 	(&activities.KubernetesActivities{Client: a.deps.Kubernetes}).Register(main)
 	(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
@@ -220,17 +231,45 @@ func (a *App) buildWorkers() {
 	gh := worker.New(a.temporal, workflows.GitHubTaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DisableWorkflowWorker: true,
 		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
+		DeploymentOptions:            a.deploymentOptions(),
 	})
 	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
 	a.workers = []worker.Worker{main, gh}
 }
 
+// deploymentOptions opt both workers into Worker Versioning when a build id is configured. A
+// workflow that names no behaviour (a Register hook's) moves with the current version.
+func (a *App) deploymentOptions() worker.DeploymentOptions {
+	if a.cfg.Deployment.BuildID == "" {
+		return worker.DeploymentOptions{}
+	}
+	return worker.DeploymentOptions{
+		UseVersioning: true, Version: a.cfg.Deployment,
+		DefaultVersioningBehavior: workflow.VersioningBehaviorAutoUpgrade,
+	}
+}
+
+// versioningBehaviors are the workflows' Worker Versioning behaviours: unspecified when the
+// worker is unversioned. With versioning, a runner stays on the build that started it (its
+// history is never replayed by another build), while pools and scale windows move to the
+// current build (their changes are gated with workflow.GetVersion and replay-tested).
+type versioningBehaviors struct {
+	runner, pool workflow.VersioningBehavior
+}
+
+func (a *App) versioningBehaviors() versioningBehaviors {
+	if a.cfg.Deployment.BuildID == "" {
+		return versioningBehaviors{}
+	}
+	return versioningBehaviors{runner: workflow.VersioningBehaviorPinned, pool: workflow.VersioningBehaviorAutoUpgrade}
+}
+
 // registerWorkflows registers every workflow under its explicit type name, so renaming a Go
 // function never breaks a running history.
-func registerWorkflows(r worker.WorkflowRegistry) {
-	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType})
-	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType})
-	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType})
+func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
+	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType, VersioningBehavior: v.runner})
+	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType, VersioningBehavior: v.pool})
+	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
@@ -262,6 +301,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 	}
 	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
+		"deploymentName", a.cfg.Deployment.DeploymentName, "buildID", a.cfg.Deployment.BuildID,
 		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute))
 	var err error
 	select {
