@@ -3,7 +3,7 @@ GO ?= go
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo test tools vet bench bench-arc
+.PHONY: demo test tools vet bench bench-arc record-histories
 
 ## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
 demo: tools
@@ -24,6 +24,14 @@ bench: tools
 ## (figures 1, 2 and 4 with the ratio runnerflow / ARC; see docs/benchmarks.md).
 bench-arc: tools
 	$(GO) run ./bench --peer arc --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
+
+## record-histories: on release, record this build's workflow histories into workflows/testdata (the
+## integration tests that write them run with RUNNERFLOW_RECORD_HISTORY), then replay every build's.
+## BUILD names the build, e.g. make record-histories BUILD=v3; commit the new files.
+record-histories: tools
+	@test -n "$(BUILD)" || { echo "usage: make record-histories BUILD=<build, e.g. v3>" >&2; exit 2; }
+	RUNNERFLOW_RECORD_HISTORY=$(BUILD) $(GO) test -count=1 -timeout 30m ./integration/runners/ ./integration/pools/ ./integration/jobs/
+	$(GO) test -count=1 -run TestReplaysRecordedHistories ./workflows/
 
 ## tools: build the Temporal CLI, kube-apiserver, etcd, kube-controller-manager and ARC, fetch GitHub's OpenAPI description (cached per machine).
 tools:
