@@ -405,8 +405,12 @@ func (h *poolHarness) startJobs(n int) []string {
 
 // finishJobs completes the jobs of the named runners: an ephemeral runner (or one asked to
 // drain) ends, a persistent one is idle again.
+//
+// Runners that leave end a second apart, in the order named: two ends at one instant would
+// reach the pool in whichever order the environment's goroutines run, and a stateful pool
+// then fills the freed slots in a different order from run to run.
 func (h *poolHarness) finishJobs(names []string) {
-	for _, name := range names {
+	for i, name := range names {
 		h.mu.Lock()
 		r := h.sim[name]
 		if !r.busy {
@@ -423,7 +427,7 @@ func (h *poolHarness) finishJobs(names []string) {
 			r.state = RunnerDraining
 			h.mu.Unlock()
 			h.report(name, RunnerDraining, "job completed")
-			h.after(30*time.Second, func() { h.end(name, RunnerDone, "job completed") })
+			h.after(30*time.Second+time.Duration(i)*time.Second, func() { h.end(name, RunnerDone, "job completed") })
 			continue
 		}
 		h.end(name, RunnerIdle, "")
