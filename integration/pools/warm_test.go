@@ -1,7 +1,6 @@
 package pools
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -9,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -185,30 +181,13 @@ func (p *poolTest) checkNoJITConfigInHistories(configs []string) {
 		return runners >= 3
 	})
 	for _, run := range runs {
-		raw := historyBytes(p.t, p.c, run[0], run[1])
-		for _, s := range issued {
-			if s != "" && bytes.Contains(raw, []byte(s)) {
-				p.t.Errorf("history of %s carries a credential the double issued", run[0])
-			}
+		raw, err := testworld.HistoryBytes(context.Background(), p.c, run[0], run[1])
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if leaked := testworld.FindSecrets(raw, issued); len(leaked) > 0 {
+			p.t.Errorf("history of %s carries %d credential(s) the double issued", run[0], len(leaked))
 		}
 	}
 	p.t.Logf("scanned %d histories for %d issued credentials", len(runs), len(issued))
-}
-
-func historyBytes(t *testing.T, c client.Client, id, runID string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Write(b)
-	}
-	return buf.Bytes()
 }

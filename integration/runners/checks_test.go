@@ -1,7 +1,6 @@
 package runners
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -11,11 +10,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
 var managedSelector = runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
@@ -79,32 +78,15 @@ func assertNoCredentialInHistory(t *testing.T, c client.Client, runs []client.Wo
 
 func historyBytes(t *testing.T, c client.Client, id, runID string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	it := c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Write(b)
+	raw, err := testworld.HistoryBytes(context.Background(), c, id, runID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return raw
 }
 
 // findSecrets returns the secrets that occur in raw.
-func findSecrets(raw []byte, secrets []string) []string {
-	var out []string
-	for _, s := range secrets {
-		if s != "" && bytes.Contains(raw, []byte(s)) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func findSecrets(raw []byte, secrets []string) []string { return testworld.FindSecrets(raw, secrets) }
 
 func TestFindSecretsSeesAPlantedSecret(t *testing.T) {
 	raw := []byte(`{"input":"eyJydW5uZXIiOjF9","other":"x"}`)

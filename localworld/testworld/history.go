@@ -1,11 +1,17 @@
 package testworld
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 )
 
 // RecordHistoryEnv names the build whose workflow histories the integration tests record into
@@ -57,4 +63,35 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// HistoryBytes is one workflow run's whole history as the server keeps it, every event
+// marshalled: payloads are stored as JSON text inside, so a search of these bytes finds any
+// value that ever entered the history.
+func HistoryBytes(ctx context.Context, c client.Client, workflowID, runID string) ([]byte, error) {
+	var buf bytes.Buffer
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		b, err := proto.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}
+
+// FindSecrets returns the secrets that occur in raw (empty ones never match).
+func FindSecrets(raw []byte, secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(raw, []byte(s)) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
