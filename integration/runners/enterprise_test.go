@@ -2,6 +2,7 @@ package runners
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,9 +23,20 @@ func TestEnterpriseRunnersRegisterRunAndLeave(t *testing.T) {
 	startWorker(t, workerapp.Config{WatchNamespace: s.ns})
 	c := dialTemporal(t)
 
+	// Each runner has a label of its own and each job asks for one, so the persistent runner
+	// (online after its first job) cannot take both jobs and leave the JIT runner without one.
 	jit, persistent := s.enterpriseInput(1, true), s.enterpriseInput(2, false)
+	jit.Spec.Labels = slices.Concat(runnerLabels, []string{"ent-jit"})
+	persistent.Spec.Labels = slices.Concat(runnerLabels, []string{"ent-token"})
 	runs := s.start(c, jit, persistent)
-	jobs := s.queueJobs(2)
+	var jobs []int64
+	for _, own := range []string{"ent-jit", "ent-token"} {
+		j, err := world.GitHub.QueueJob(githubdouble.JobSpec{Repository: s.org + "/app", Labels: slices.Concat(runnerLabels, []string{own})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j.ID)
+	}
 	done := map[string]bool{}
 	for _, id := range jobs {
 		done[s.waitJobDone(id).RunnerName] = true
