@@ -127,23 +127,32 @@ func (b *burstPhase) waitWarm(ctx context.Context) error {
 
 // fire resets the counters and queues the jobs with webhooks held, then releases them.
 func (b *burstPhase) fire() error {
-	gh := b.e.world.GitHub
 	b.e.writes.Reset()
-	gh.ResetCalls()
+	b.e.world.GitHub.ResetCalls()
 	b.start = time.Now()
+	var err error
+	b.jobs, b.released, err = queueBurst(b.e.world.GitHub, b.pools, b.n)
+	return err
+}
+
+// queueBurst queues n jobs spread over the pools' organizations with the double's webhooks
+// held, then releases them in order, so every system measured gets the same burst at once. It
+// returns the jobs and when their webhooks were released.
+func queueBurst(gh *githubdouble.Server, pools []string, n int) ([]int64, time.Time, error) {
+	var jobs []int64
 	gh.HoldWebhooks()
-	for i := range b.n {
-		org := "org-" + b.pools[i%len(b.pools)]
+	for i := range n {
+		org := "org-" + pools[i%len(pools)]
 		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: org + "/app", Labels: jobLabels})
 		if err != nil {
 			gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
-			return err
+			return jobs, time.Time{}, err
 		}
-		b.jobs = append(b.jobs, j.ID)
+		jobs = append(jobs, j.ID)
 	}
-	b.released = time.Now()
+	released := time.Now()
 	gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
-	return nil
+	return jobs, released, nil
 }
 
 func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, error) {

@@ -167,47 +167,19 @@ func (b *arcBurst) count(ctx context.Context, gvr schema.GroupVersionResource, p
 	return len(list.Items), nil
 }
 
-// fire resets the double's counters and queues the jobs with webhooks held, then releases
-// them (as burstPhase.fire does).
+// fire resets the double's counters and queues the same burst runnerflow got.
 func (b *arcBurst) fire() error {
-	gh := b.w.gh
-	gh.ResetCalls()
+	b.w.gh.ResetCalls()
 	b.start = time.Now()
-	gh.HoldWebhooks()
-	for i := range b.n {
-		org := "org-" + b.pools[i%len(b.pools)]
-		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: org + "/app", Labels: jobLabels})
-		if err != nil {
-			gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
-			return err
-		}
-		b.jobs = append(b.jobs, j.ID)
-	}
-	b.released = time.Now()
-	gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
-	return nil
+	var err error
+	b.jobs, b.released, err = queueBurst(b.w.gh, b.pools, b.n)
+	return err
 }
 
 func (b *arcBurst) waitStarted(ctx context.Context) error {
-	queued := len(b.jobs)
-	err := poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
-		last := time.Time{}
-		queued = 0
-		for _, id := range b.jobs {
-			j, _ := b.w.gh.Job(id)
-			if j.Status == githubdouble.StatusQueued {
-				queued++
-			} else if j.StartedAt.After(last) {
-				last = j.StartedAt
-			}
-		}
-		b.allStarted = last
-		return queued == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%d of %d jobs started: %w", b.n-queued, b.n, err)
-	}
-	return nil
+	var err error
+	b.allStarted, err = waitJobsStarted(ctx, b.w.gh, b.jobs)
+	return err
 }
 
 // waitSettled waits until every job completed and ARC scaled both runner deployments back to

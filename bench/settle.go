@@ -19,25 +19,32 @@ const (
 )
 
 func (b *burstPhase) waitStarted(ctx context.Context) error {
-	queued := len(b.jobs)
-	err := poll(ctx, fmt.Sprintf("%d jobs to start", b.n), func() (bool, error) {
-		last := time.Time{}
-		queued = 0
-		for _, id := range b.jobs {
-			j, _ := b.e.world.GitHub.Job(id)
+	var err error
+	b.allStarted, err = waitJobsStarted(ctx, b.e.world.GitHub, b.jobs)
+	return err
+}
+
+// waitJobsStarted waits until no job is queued at the double and returns when the last one
+// started.
+func waitJobsStarted(ctx context.Context, gh *githubdouble.Server, jobs []int64) (time.Time, error) {
+	queued := len(jobs)
+	var last time.Time
+	err := poll(ctx, fmt.Sprintf("%d jobs to start", len(jobs)), func() (bool, error) {
+		last, queued = time.Time{}, 0
+		for _, id := range jobs {
+			j, _ := gh.Job(id)
 			if j.Status == githubdouble.StatusQueued {
 				queued++
 			} else if j.StartedAt.After(last) {
 				last = j.StartedAt
 			}
 		}
-		b.allStarted = last
 		return queued == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%d of %d jobs started: %w", b.n-queued, b.n, err)
+		return last, fmt.Errorf("%d of %d jobs started: %w", len(jobs)-queued, len(jobs), err)
 	}
-	return nil
+	return last, nil
 }
 
 // abandon terminates the runner workflows of a burst that failed, so they do not load the
