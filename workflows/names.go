@@ -74,6 +74,9 @@ const (
 const (
 	// SignalWorkflowJob carries one workflow_job webhook event (WorkflowJobEvent).
 	SignalWorkflowJob = "workflow-job"
+	// SignalWorkflowJobs carries a batch of workflow_job webhook events (WorkflowJobsSignal): the
+	// starter's group commit of the deliveries that arrived while its previous signal was in flight.
+	SignalWorkflowJobs = "workflow-jobs"
 )
 
 // Search attributes, registered by the Temporal server at start (see SearchAttributeTypes), so

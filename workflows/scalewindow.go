@@ -56,9 +56,11 @@ type UpdatePoolReservationsInput struct {
 
 // ScaleWindowWorkflow collects a pool's workflow_job events for one window (from its first
 // event), drops duplicates, and applies them to the pool with one UpdateReservations update.
+// Events arrive one per SignalWorkflowJob or in batches of SignalWorkflowJobs (the starter's
+// group commit); both are the same events to the window, deduplicated alike.
 // Events that arrive while that update is in flight are drained and open the next window by
 // continue-as-new; events that arrive after this run has closed start the next run by
-// signal-with-start. Because the run drains its channel in the same workflow task that
+// signal-with-start. Because the run drains its channels in the same workflow task that
 // completes it, and the server refuses to complete a run that has unseen signals, no event is
 // lost between windows.
 //
@@ -79,7 +81,7 @@ func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindow
 	w := &scaleWindow{
 		in:     in,
 		window: in.Window,
-		ch:     workflow.GetSignalChannel(ctx, SignalWorkflowJob),
+		inbox:  newWindowInbox(ctx),
 		seen:   make(map[string]bool),
 		logger: log.With(workflow.GetLogger(ctx), "pool", in.Pool),
 	}
@@ -93,7 +95,7 @@ func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindow
 type scaleWindow struct {
 	in     ScaleWindowInput
 	window time.Duration
-	ch     workflow.ReceiveChannel
+	inbox  windowInbox
 	// events is the batch in arrival order; seen holds its dedupe keys (lookup only).
 	events []WorkflowJobEvent
 	seen   map[string]bool
@@ -156,7 +158,7 @@ func (w *scaleWindow) awaitFirstEvent(ctx workflow.Context) bool {
 	}
 	timedOut := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(w.ch, func(c workflow.ReceiveChannel, _ bool) { w.receiveOne(c) })
+	w.inbox.addTo(sel, w.add)
 	sel.AddFuture(workflow.NewTimer(ctx, w.window), func(workflow.Future) { timedOut = true })
 	for len(w.events) == 0 && !timedOut {
 		sel.Select(ctx)
@@ -164,39 +166,28 @@ func (w *scaleWindow) awaitFirstEvent(ctx workflow.Context) bool {
 	return len(w.events) > 0
 }
 
-// collect receives events until the window's time is up or it holds ScaleWindowMaxEvents.
+// collect receives events until the window's time is up or it holds ScaleWindowMaxEvents. A
+// batch signal is taken whole, so a full window may exceed that bound by less than one batch
+// (WorkflowJobsSignalMaxEvents).
 func (w *scaleWindow) collect(ctx workflow.Context) {
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	closed := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(w.ch, func(c workflow.ReceiveChannel, _ bool) { w.receiveOne(c) })
+	w.inbox.addTo(sel, w.add)
 	sel.AddFuture(workflow.NewTimer(timerCtx, w.window), func(workflow.Future) { closed = true })
 	for !closed && len(w.events) < ScaleWindowMaxEvents {
 		sel.Select(ctx)
 	}
 }
 
-// receiveOne takes one ready event off the channel. ReceiveAsync skips a payload that does not
-// decode (the SDK logs it), so a corrupt signal cannot wedge the window.
-func (w *scaleWindow) receiveOne(c workflow.ReceiveChannel) {
-	var ev WorkflowJobEvent
-	if c.ReceiveAsync(&ev) {
-		w.add(ev)
-	}
-}
-
-// drainInto moves every event already delivered to the channel into dst, deduplicated.
+// drainInto moves every event already delivered to the window into dst, deduplicated.
 func (w *scaleWindow) drainInto(dst *[]WorkflowJobEvent) {
-	for {
-		var ev WorkflowJobEvent
-		if !w.ch.ReceiveAsync(&ev) {
-			return
-		}
+	w.inbox.drain(func(ev WorkflowJobEvent) {
 		if w.isNew(ev) {
 			*dst = append(*dst, ev)
 		}
-	}
+	})
 }
 
 // drainNext collects what arrived during the update: the next window's opening events.

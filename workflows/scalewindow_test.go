@@ -63,6 +63,13 @@ func (wt *windowTest) signalAt(d time.Duration, ev WorkflowJobEvent) {
 	wt.env.RegisterDelayedCallback(func() { wt.env.SignalWorkflow(SignalWorkflowJob, ev) }, d)
 }
 
+// signalBatchAt sends events as one SignalWorkflowJobs batch, as the starter's group commit does.
+func (wt *windowTest) signalBatchAt(d time.Duration, events ...WorkflowJobEvent) {
+	wt.env.RegisterDelayedCallback(func() {
+		wt.env.SignalWorkflow(SignalWorkflowJobs, WorkflowJobsSignal{Events: events})
+	}, d)
+}
+
 func ev(delivery string, job int64, action string) WorkflowJobEvent {
 	return WorkflowJobEvent{DeliveryID: delivery, JobID: job, Action: action}
 }
@@ -319,5 +326,65 @@ func TestScaleWindowRejectsEmptyPool(t *testing.T) {
 	var appErr *temporal.ApplicationError
 	if err := wt.env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrInvalidSpec {
 		t.Errorf("got %v, want an %s application error", err, ErrInvalidSpec)
+	}
+}
+
+// TestScaleWindowTakesBatchesAndSingleEventsOncePerJob: a window takes the starter's batch
+// signals and the previous release's one-event signals alike, in the order each was sent, and
+// every job reaches the pool once per action whichever signal carried it and however often.
+func TestScaleWindowTakesBatchesAndSingleEventsOncePerJob(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(2)
+	wt.signalBatchAt(0, ev("d1", 1, JobQueued), ev("d2", 2, JobQueued))
+	wt.signalAt(time.Second, ev("d3", 3, JobQueued))
+	wt.signalBatchAt(time.Second, ev("d4", 4, JobQueued), ev("d2-again", 2, JobQueued), ev("d5", 5, JobQueued))
+	wt.signalAt(2*time.Second, ev("d1", 1, JobQueued))      // a redelivery, by the previous release's signal
+	wt.signalBatchAt(2*time.Second, ev("d3", 3, JobQueued)) // a redelivery, by a batch
+	wt.signalBatchAt(2*time.Second, ev("d6", 1, JobCompleted), ev("d7", 6, JobQueued))
+	wt.signalBatchAt(2*time.Second) // an empty batch changes nothing
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
+
+	if err := wt.env.GetWorkflowError(); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	wt.env.AssertExpectations(t)
+	if got := jobIDs(wt.batches[0].Batch.Events); !equalIDs(got, []int64{1, 2}) {
+		t.Errorf("opening batch %v, want the opening signal's jobs [1 2] at once", got)
+	}
+	if got := jobIDs(wt.batches[1].Batch.Events); !equalIDs(got, []int64{3, 4, 5, 1, 6}) {
+		t.Errorf("window batch %v, want [3 4 5 1 6]: each signal's events in order, each job and action once", got)
+	}
+	var res ScaleWindowResult
+	if err := wt.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != 7 || res.Duplicates != 3 || res.Applied.Added != 6 {
+		t.Errorf("result %+v, want 7 events, 3 duplicates dropped, 6 queued jobs added", res)
+	}
+}
+
+// TestScaleWindowCarriesABatchThatArrivesDuringItsUpdate: a batch that arrives while the
+// window's own update is in flight opens the next window, its duplicates dropped, never lost.
+func TestScaleWindowCarriesABatchThatArrivesDuringItsUpdate(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(1)
+	wt.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+		wt.env.SignalWorkflow(SignalWorkflowJobs, WorkflowJobsSignal{Events: []WorkflowJobEvent{
+			ev("late", 7, JobQueued), ev("d1", 1, JobQueued), ev("later", 8, JobQueued),
+		}})
+	})
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux", Carried: []WorkflowJobEvent{ev("d1", 1, JobQueued)}})
+
+	wt.env.AssertExpectations(t)
+	var can *workflow.ContinueAsNewError
+	if err := wt.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("window ended with %v, want continue-as-new carrying the batch", err)
+	}
+	var next ScaleWindowInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(next.Carried); !equalIDs(got, []int64{7, 8}) {
+		t.Errorf("carried jobs %v, want [7 8] (the redelivery of job 1 dropped)", got)
 	}
 }
