@@ -56,8 +56,22 @@ type intake struct {
 	acks []time.Duration
 }
 
-func newIntake(t *testing.T) *intake {
+// intakeOptions vary the intake under test.
+type intakeOptions struct {
+	// webhookWorkers is how many deliveries the GitHub double sends at once; zero means 8.
+	webhookWorkers int
+	// temporal wraps the intake's Temporal client (the test's view of what Temporal answers);
+	// nil gives the intake the client itself.
+	temporal func(client.Client) webhook.Temporal
+}
+
+func newIntake(t *testing.T) *intake { return newIntakeWith(t, intakeOptions{}) }
+
+func newIntakeWith(t *testing.T, opts intakeOptions) *intake {
 	t.Helper()
+	if opts.webhookWorkers == 0 {
+		opts.webhookWorkers = 8
+	}
 	c, err := client.Dial(client.Options{HostPort: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Logger: tlog.NewStructuredLogger(quietLogger())})
 	if err != nil {
@@ -67,14 +81,18 @@ func newIntake(t *testing.T) *intake {
 	in := &intake{t: t, c: c, token: "ghp_webhookintegration", metrics: webhook.NewMetrics(prometheus.NewRegistry())}
 	const secret = "burst test secret"
 	in.github, err = githubdouble.Start(githubdouble.Config{
-		WebhookSecret: secret, Tokens: []string{in.token}, WebhookWorkers: 8, Logger: quietLogger(),
+		WebhookSecret: secret, Tokens: []string{in.token}, WebhookWorkers: opts.webhookWorkers, Logger: quietLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.github.Close)
+	var temporal webhook.Temporal = c
+	if opts.temporal != nil {
+		temporal = opts.temporal(c)
+	}
 	in.handler, err = webhook.NewHandler(webhook.Config{
-		Secret: []byte(secret), Temporal: c, Metrics: in.metrics, Logger: quietLogger(),
+		Secret: []byte(secret), Temporal: temporal, Metrics: in.metrics, Logger: quietLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)

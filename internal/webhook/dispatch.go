@@ -42,8 +42,9 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}
 }
 
-// toWindows routes the event to its pool and signals-with-start that pool's scale window (see
-// windowTargets for which windows an event concerns).
+// toWindows routes the event to its pool and hands it to that pool's scale window (see
+// windowTargets for which windows an event concerns) through the group commit: the answer is
+// 202 only once the signal carrying it was accepted.
 func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 	pool, ok, err := h.cfg.Pools.Route(ctx, je.target)
 	if err != nil {
@@ -61,7 +62,7 @@ func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 		return answer{http.StatusOK, OutcomeUnrouted, "no pool serves this job's repository and labels"}
 	}
 	for _, p := range targets {
-		if err := h.signalWindow(ctx, p, je.event); err != nil {
+		if err := h.windows.commit(ctx, p, je.event); err != nil {
 			return temporalAnswer(err, "scale window of pool "+p)
 		}
 	}
@@ -105,11 +106,12 @@ func (h *Handler) knownPool(name string) bool {
 	return false
 }
 
-// signalWindow hands one event to the pool's current scale window, starting a new window if
-// none is running: the server does both atomically, so an event never falls between windows.
-func (h *Handler) signalWindow(ctx context.Context, pool string, ev workflows.WorkflowJobEvent) error {
+// signalWindow hands a batch of events (the group commit's, see groupCommit) to the pool's
+// current scale window, starting a new window if none is running: the server does both
+// atomically, so an event never falls between windows.
+func (h *Handler) signalWindow(ctx context.Context, pool string, events []workflows.WorkflowJobEvent) error {
 	id := workflows.ScaleWindowWorkflowID(pool)
-	_, err := h.cfg.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalWorkflowJob, ev,
+	_, err := h.cfg.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalWorkflowJobs, workflows.WorkflowJobsSignal{Events: events},
 		client.StartWorkflowOptions{
 			ID:                    id,
 			TaskQueue:             workflows.TaskQueue,

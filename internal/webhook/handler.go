@@ -1,8 +1,10 @@
 // Package webhook is the starter's GitHub webhook intake: it verifies and parses deliveries with
 // go-github, routes workflow_job events to a pool, hands them to that pool's scale window with
-// signal-with-start, forwards job started/completed notices to the runner workflow they name,
-// and answers fast. It holds no state of its own: Temporal is the state store, and the pool
-// table is a cache of the running pool workflows.
+// signal-with-start (deliveries that arrive together share one signal), forwards job
+// started/completed notices to the runner workflow they name, and answers fast. It holds no
+// state of its own beyond the deliveries still waiting for their signal, none of them yet
+// acknowledged: Temporal is the state store, and the pool table is a cache of the running pool
+// workflows.
 package webhook
 
 import (
@@ -57,6 +59,8 @@ type Config struct {
 type Handler struct {
 	cfg Config
 	log *slog.Logger
+	// windows batches the events bound for each scale window into shared signals.
+	windows *groupCommit
 }
 
 // NewHandler checks the configuration and returns a handler. It refuses to work without a
@@ -80,7 +84,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = workflows.WebhookTemporalTimeout
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger}, nil
+	h := &Handler{cfg: cfg, log: cfg.Logger}
+	h.windows = newGroupCommit(h.signalWindow, cfg.Timeout, cfg.Metrics)
+	return h, nil
 }
 
 // Pools is the handler's routing table.

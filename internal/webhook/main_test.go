@@ -180,13 +180,17 @@ func signals[T any](t *testing.T, workflowID, name string) []T {
 	return out
 }
 
-// windowEvents are the events the pool's scale window has been signalled.
+// windowEvents are the events the pool's scale window has been signalled, in order.
 func windowEvents(t *testing.T, pool string) []workflows.WorkflowJobEvent {
 	t.Helper()
 	if !workflowExists(workflows.ScaleWindowWorkflowID(pool)) {
 		return nil
 	}
-	return signals[workflows.WorkflowJobEvent](t, workflows.ScaleWindowWorkflowID(pool), workflows.SignalWorkflowJob)
+	var events []workflows.WorkflowJobEvent
+	for _, batch := range signals[workflows.WorkflowJobsSignal](t, workflows.ScaleWindowWorkflowID(pool), workflows.SignalWorkflowJobs) {
+		events = append(events, batch.Events...)
+	}
+	return events
 }
 
 func workflowExists(id string) bool {

@@ -29,6 +29,7 @@ type Metrics struct {
 	ack           prometheus.Histogram
 	runnerSignals *prometheus.CounterVec
 	jobStart      *prometheus.HistogramVec
+	windowSignals *prometheus.HistogramVec
 }
 
 // NewMetrics creates the webhook series and registers them with reg (the one registry /metrics
@@ -53,9 +54,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "From a job being queued to it running on a runnerflow runner (GitHub's started_at - created_at), by pool.",
 			Buckets: metrics.DurationBuckets,
 		}, []string{"pool"}),
+		windowSignals: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "runnerflow_webhook_window_signal_events",
+			Help: "workflow_job events carried by each signal to a scale window (deliveries that arrive while a signal is in flight share the next), by result.",
+			// Up to workflows.WorkflowJobsSignalMaxEvents.
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.ack, m.runnerSignals, m.jobStart)
+		reg.MustRegister(m.events, m.ack, m.runnerSignals, m.jobStart, m.windowSignals)
 	}
 	return m
 }
@@ -67,6 +74,16 @@ func (m *Metrics) observeJobStart(pool string, queued, started time.Time) {
 		return
 	}
 	m.jobStart.WithLabelValues(pool).Observe(started.Sub(queued).Seconds())
+}
+
+// observeWindowSignal records one signal to a scale window: how many events it carried and
+// whether Temporal accepted it. Its count is the number of window signals (Temporal actions).
+func (m *Metrics) observeWindowSignal(events int, err error) {
+	result := "sent"
+	if err != nil {
+		result = "error"
+	}
+	m.windowSignals.WithLabelValues(result).Observe(float64(events))
 }
 
 // eventLabel keeps the event label bounded whatever the X-GitHub-Event header says.
