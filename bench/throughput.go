@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,7 +31,8 @@ type signedDelivery struct {
 type sent struct {
 	status int
 	took   time.Duration
-	done   time.Time
+	// began is when the request left, done when its answer had been read.
+	began, done time.Time
 }
 
 // throughput measures figure 6: signed queued workflow_job deliveries offered to the intake at
@@ -64,6 +66,7 @@ func (e *env) throughput(ctx context.Context) (ThroughputResult, error) {
 	start := time.Now()
 	results := offer(ctx, e.intake.url, deliveries, e.opts.Rate)
 	res := loadResult(results, start, e.opts.Rate)
+	e.say("throughput: %s", pace(results))
 	e.say("throughput: %d of %d acknowledged; waiting for the scale windows to close", res.Acked, res.Sent)
 	if err := waitWindowsClosed(ctx, e.c, throughputPools); err != nil {
 		return res, err
@@ -141,11 +144,11 @@ func deliver(ctx context.Context, c *http.Client, url string, d signedDelivery) 
 	begin := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		return sent{took: time.Since(begin), done: time.Now()}
+		return sent{took: time.Since(begin), began: begin, done: time.Now()}
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	return sent{status: resp.StatusCode, took: time.Since(begin), done: time.Now()}
+	return sent{status: resp.StatusCode, took: time.Since(begin), began: begin, done: time.Now()}
 }
 
 // loadResult summarises the answers: a 2xx is an acknowledgement; the rate is acknowledgements
@@ -174,6 +177,37 @@ func loadResult(results []sent, start time.Time, rate int) ThroughputResult {
 		res.AckedPerSecond = round1(float64(res.Acked) / last.Sub(start).Seconds())
 	}
 	return res
+}
+
+// pace says whether the load generator held the offered rate (the sends' own spread, which a
+// generator starved of CPU would stretch) and the rate at which acknowledgements came out
+// between the first and the last. The figure's acked/s counts from the first send to the last
+// answer, so even an intake that keeps up exactly scores a little under the offered rate: the
+// last answer's ack time is counted as if it were load.
+func pace(results []sent) string {
+	var sends, acks []time.Time
+	for _, r := range results {
+		if !r.began.IsZero() {
+			sends = append(sends, r.began)
+		}
+		if r.status/100 == 2 {
+			acks = append(acks, r.done)
+		}
+	}
+	return fmt.Sprintf("sent at %s; acknowledged at %s", rateOver(sends), rateOver(acks))
+}
+
+// rateOver is the rate of the instants between the first and the last, e.g. "999.8/s over 10.0 s".
+func rateOver(instants []time.Time) string {
+	if len(instants) < 2 {
+		return "n/a"
+	}
+	first, last := slices.MinFunc(instants, time.Time.Compare), slices.MaxFunc(instants, time.Time.Compare)
+	span := last.Sub(first).Seconds()
+	if span <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f/s over %.2f s", float64(len(instants)-1)/span, span)
 }
 
 // throughputCost fills in the reservations (no event lost), the GitHub calls and the Temporal
