@@ -42,7 +42,13 @@ func (a *KubernetesActivities) CreateRunnerPod(ctx context.Context, in workflows
 	if err != nil {
 		return workflows.CreateRunnerPodOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
 	}
-	pods := a.Client.CoreV1().Pods(in.Namespace)
+	return createRunnerPod(ctx, a.Client, in, pod)
+}
+
+// createRunnerPod creates the built pod or adopts our own (see CreateRunnerPod); RegisterRunner
+// uses it too when it creates the pod after the registration.
+func createRunnerPod(ctx context.Context, client kubernetes.Interface, in workflows.CreateRunnerPodInput, pod *corev1.Pod) (workflows.CreateRunnerPodOutput, error) {
+	pods := client.CoreV1().Pods(in.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err == nil {
 		return workflows.CreateRunnerPodOutput{UID: string(created.UID), CreatedAt: time.Now()}, nil
@@ -110,9 +116,11 @@ func (a *KubernetesActivities) DeleteRunnerPod(ctx context.Context, in workflows
 }
 
 // DeleteRunnerSecret deletes the runner's Secret; NotFound is success (the garbage collector may
-// have removed it with the pod).
+// have removed it with the pod). A pod the Secret owns goes with it: the cluster's garbage
+// collector deletes it in the background, so ending a runner is one write.
 func (a *KubernetesActivities) DeleteRunnerSecret(ctx context.Context, in workflows.SecretRef) (workflows.Nothing, error) {
-	err := a.Client.CoreV1().Secrets(in.Namespace).Delete(ctx, in.Name, metav1.DeleteOptions{})
+	background := metav1.DeletePropagationBackground
+	err := a.Client.CoreV1().Secrets(in.Namespace).Delete(ctx, in.Name, metav1.DeleteOptions{PropagationPolicy: &background})
 	if apierrors.IsNotFound(err) {
 		return workflows.Nothing{}, nil
 	}
@@ -144,8 +152,9 @@ func ownedSecret(ctx context.Context, client kubernetes.Interface, namespace, na
 }
 
 // applyRunnerSecret creates the Secret, or rewrites our existing one (a new credential after the
-// old registration vanished, or a fresh registration token).
-func applyRunnerSecret(ctx context.Context, client kubernetes.Interface, existing *corev1.Secret, want runnerSecret) error {
+// old registration vanished, or a fresh registration token). It returns the Secret's UID: the
+// runner's pod names the Secret as its owner.
+func applyRunnerSecret(ctx context.Context, client kubernetes.Interface, existing *corev1.Secret, want runnerSecret) (string, error) {
 	secrets := client.CoreV1().Secrets(want.namespace)
 	if existing == nil {
 		s := &corev1.Secret{
@@ -153,19 +162,25 @@ func applyRunnerSecret(ctx context.Context, client kubernetes.Interface, existin
 			Type:       corev1.SecretTypeOpaque,
 		}
 		fillRunnerSecret(s, want)
-		_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+		created, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+		if err == nil {
+			return string(created.UID), nil
+		}
 		if !apierrors.IsAlreadyExists(err) {
-			return classifyKubernetesError("create secret "+want.namespace+"/"+want.name, err)
+			return "", classifyKubernetesError("create secret "+want.namespace+"/"+want.name, err)
 		}
 		// Created meanwhile (a concurrent retry): check the owner and rewrite it.
 		if existing, err = ownedSecret(ctx, client, want.namespace, want.name, want.workflowID); err != nil {
-			return err
+			return "", err
 		}
 	}
 	s := existing.DeepCopy()
 	fillRunnerSecret(s, want)
-	_, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
-	return classifyKubernetesError("update secret "+want.namespace+"/"+want.name, err)
+	updated, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
+	if err != nil {
+		return "", classifyKubernetesError("update secret "+want.namespace+"/"+want.name, err)
+	}
+	return string(updated.UID), nil
 }
 
 func fillRunnerSecret(s *corev1.Secret, want runnerSecret) {

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -45,6 +46,13 @@ func buildRunnerPod(in workflows.CreateRunnerPodInput) (*corev1.Pod, error) {
 	pod.Annotations[runnerpod.AnnotationWorkflowID] = in.WorkflowID
 	pod.Annotations[runnerpod.AnnotationTemplateHash] = in.TemplateHash
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if in.SecretUID != "" {
+		// The credential owns the pod: deleting the Secret ends the runner, and the cluster's
+		// garbage collector takes the pod with it (background propagation).
+		pod.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Secret", Name: in.SecretName, UID: types.UID(in.SecretUID),
+		}}
+	}
 
 	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == runnerpod.RunnerContainerName })
 	if i < 0 {

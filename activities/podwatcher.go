@@ -21,8 +21,11 @@ import (
 
 // The pod watcher is how runner workflows learn what their pods do without one long-running
 // activity or one polling loop per runner: one shared informer on runnerflow's pods for the
-// whole cluster, one signal per transition that matters (phase change, deletion started, pod
-// gone) to the workflow named on the pod.
+// whole cluster, one signal per pod to the workflow named on the pod when the pod's run ends:
+// its phase becomes Succeeded or Failed, its deletion starts, or it is gone — whichever comes
+// first. Nothing before that (Pending, Running) changes what a runner workflow does, and
+// nothing after it is news (the workflow ends its runner on the first), so those transitions
+// cost no signal.
 //
 // Every worker replica runs one. That is deliberate: duplicate signals are harmless (the
 // workflow ignores transitions it already knows and pods that are not its current one) and
@@ -118,36 +121,35 @@ func (w *PodWatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// onAdd reports a pod seen for the first time (also every pod after a restart's re-list);
-// a Pending pod tells its workflow nothing new.
+// onAdd reports a pod seen for the first time (also every pod after a restart's re-list)
+// whose run has already ended.
 func (w *PodWatcher) onAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || (pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil) {
+	if !ok || !runEnded(pod) {
 		return
 	}
 	w.enqueue(pod, podSignal(pod))
 }
 
-// onUpdate reports only transitions that matter: a new phase, or deletion started.
+// onUpdate reports the transition into an ended run, once.
 func (w *PodWatcher) onUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	pod, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 {
-		return
-	}
-	if old.Status.Phase == pod.Status.Phase && (old.DeletionTimestamp != nil) == (pod.DeletionTimestamp != nil) {
+	if !ok1 || !ok2 || runEnded(old) || !runEnded(pod) {
 		return
 	}
 	w.enqueue(pod, podSignal(pod))
 }
 
-// onDelete reports the pod gone, also when the informer only learned of it from a re-list.
+// onDelete reports the pod gone, also when the informer only learned of it from a re-list,
+// unless the pod's last known state had already been reported as ended.
 func (w *PodWatcher) onDelete(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+	tomb, stale := obj.(cache.DeletedFinalStateUnknown)
+	if stale {
 		obj = tomb.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
+	if !ok || (!stale && runEnded(pod)) {
 		return
 	}
 	sig := podSignal(pod)
@@ -161,6 +163,11 @@ func (w *PodWatcher) enqueue(pod *corev1.Pod, sig workflows.PodStatusSignal) {
 		return // labelled as ours but not made by a runner workflow: nobody to tell
 	}
 	w.queue.Add(podEvent{workflowID: id, signal: sig})
+}
+
+// runEnded is true once the pod's run is over: it succeeded or failed, or its deletion began.
+func runEnded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil
 }
 
 func podSignal(pod *corev1.Pod) workflows.PodStatusSignal {

@@ -44,7 +44,7 @@ func (r *recordingSignaler) total() int {
 	return r.calls
 }
 
-func TestPodWatcherSignalsTransitionsThatMatter(t *testing.T) {
+func TestPodWatcherSignalsTheEndOfEachPodsRunOnce(t *testing.T) {
 	e := newEnv(t)
 	rec := &recordingSignaler{signals: map[string][]workflows.PodStatusSignal{}, closed: map[string]bool{"runner/pool-a/closed": true}}
 	w, err := NewPodWatcher(PodWatcherConfig{Client: e.kube, Temporal: rec, Namespace: e.ns})
@@ -61,51 +61,54 @@ func TestPodWatcherSignalsTransitionsThatMatter(t *testing.T) {
 		}
 	}()
 
-	in := e.podInput("pool-a-ab12-1")
-	pod, err := e.k8s.CreateRunnerPod(e.ctx, in)
+	failed := e.podInput("pool-a-ab12-1")
+	failedPod, err := e.k8s.CreateRunnerPod(e.ctx, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := e.podInput("pool-a-ab12-2")
+	deletedPod, err := e.k8s.CreateRunnerPod(e.ctx, deleted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.createPod("unannotated", map[string]string{runnerpod.LabelManagedBy: runnerpod.ManagedByValue}, nil)
 	e.createPod("closed", map[string]string{runnerpod.LabelManagedBy: runnerpod.ManagedByValue},
 		map[string]string{runnerpod.AnnotationWorkflowID: "runner/pool-a/closed"})
-	e.setPhase(in.Name, corev1.PodRunning, "")
-	e.setPhase("closed", corev1.PodRunning, "")
-	e.touchLabels(in.Name) // an update that changes no phase: no signal
-	e.setPhase(in.Name, corev1.PodFailed, "Evicted")
-	if err := e.kube.CoreV1().Pods(e.ns).Delete(e.ctx, in.Name, metav1.DeleteOptions{}); err != nil {
+
+	// A pod that runs and fails: Running is no news, Failed is its end, its deletion afterwards
+	// is no news either.
+	e.setPhase(failed.Name, corev1.PodRunning, "")
+	e.touchLabels(failed.Name)
+	e.setPhase(failed.Name, corev1.PodFailed, "Evicted")
+	if err := e.kube.CoreV1().Pods(e.ns).Delete(e.ctx, failed.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The API server may set the deletion timestamp before it removes the pod: that is a
-	// transition too ("deletion started"), so it is signalled, but nothing is signalled twice.
-	var sigs []workflows.PodStatusSignal
+	// A pod deleted while it runs: its deletion is its end.
+	e.setPhase(deleted.Name, corev1.PodRunning, "")
+	if err := e.kube.CoreV1().Pods(e.ns).Delete(e.ctx, deleted.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The closed workflow's pod ends too; its NotFound is dropped, not retried.
+	e.setPhase("closed", corev1.PodRunning, "")
+	e.setPhase("closed", corev1.PodSucceeded, "")
+
+	var failedSigs, deletedSigs []workflows.PodStatusSignal
 	waitFor(t, func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		sigs = slices.Clone(rec.signals[in.WorkflowID])
-		return len(sigs) > 0 && sigs[len(sigs)-1].Phase == workflows.PodGone
+		failedSigs, deletedSigs = slices.Clone(rec.signals[failed.WorkflowID]), slices.Clone(rec.signals[deleted.WorkflowID])
+		return len(failedSigs) > 0 && len(deletedSigs) > 0 && rec.calls >= 3
 	})
-	var phases []workflows.PodPhase
-	for i, s := range sigs {
-		if s.UID != pod.UID || s.Pod != in.Name {
-			t.Errorf("signal %+v does not identify the pod", s)
-		}
-		if i > 0 && s == sigs[i-1] {
-			t.Errorf("signal %+v sent twice in a row", s)
-		}
-		if len(phases) == 0 || phases[len(phases)-1] != s.Phase {
-			phases = append(phases, s.Phase)
-		}
+	want := []workflows.PodStatusSignal{{Pod: failed.Name, UID: failedPod.UID, Phase: workflows.PodFailed, Reason: "Evicted"}}
+	if !slices.Equal(failedSigs, want) {
+		t.Errorf("failed pod: signals %+v, want %+v", failedSigs, want)
 	}
-	if want := []workflows.PodPhase{workflows.PodRunning, workflows.PodFailed, workflows.PodGone}; !slices.Equal(phases, want) {
-		t.Fatalf("phases %v, want %v (signals %+v)", phases, want, sigs)
+	if len(deletedSigs) != 1 || deletedSigs[0].UID != deletedPod.UID ||
+		(deletedSigs[0].Phase != workflows.PodGone && !deletedSigs[0].Deleting) {
+		t.Errorf("deleted pod: signals %+v, want one saying it is deleted or gone", deletedSigs)
 	}
-	if sigs[1].Reason != "Evicted" {
-		t.Errorf("failed signal %+v lacks the reason", sigs[1])
-	}
-	// The closed workflow's NotFound is dropped, not retried: one call for its one transition.
-	if got := rec.total(); got != len(sigs)+1 {
-		t.Errorf("%d signal calls, want %d", got, len(sigs)+1)
+	if got := rec.total(); got != 3 {
+		t.Errorf("%d signal calls, want 3 (one per ended pod)", got)
 	}
 }
 

@@ -23,6 +23,11 @@ import (
 // task queue because its budgeted side effect is the GitHub call; the Secret write is the
 // second half of the same effect. It returns only the runner id and the Secret's name.
 //
+// Asked to (RegisterRunnerInput.Pod), it then creates the runner's pod owned by that Secret:
+// the pod is what the registration is for, and creating it here saves the workflow a round
+// trip and an activity on a burst's path. The pod is create-or-adopt like the rest, so a retry
+// after any step adopts what the earlier attempt made.
+//
 // Idempotence, for a retry after a crash at any point:
 //   - our Secret exists and names a runner GitHub still has → adopt it (no new registration);
 //   - GitHub answers 409 (the name exists) → the runner is looked up by name: offline and idle
@@ -37,13 +42,62 @@ func (a *GitHubActivities) RegisterRunner(ctx context.Context, in workflows.Regi
 	if err != nil {
 		return workflows.RegisterRunnerOutput{}, err
 	}
-	if in.Mode == workflows.RegistrationToken {
-		return a.registerWithToken(ctx, in, existing)
+	var pod *corev1.Pod
+	if in.Pod != nil {
+		// Built before any side effect, so a bad template costs no registration.
+		planned := workflows.RegisterRunnerOutput{SecretName: in.Name, SecretUID: "pending"}
+		if in.Mode == workflows.RegistrationToken {
+			planned.RunnerURL = a.GitHub.RunnerURL(in.Scope)
+		}
+		if pod, err = buildRunnerPod(podOf(in, planned)); err != nil {
+			return workflows.RegisterRunnerOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
+		}
 	}
-	if out, adopted, err := a.adoptRegistration(ctx, in, existing); err != nil || adopted {
+	var out workflows.RegisterRunnerOutput
+	switch adopted := false; {
+	case in.Mode == workflows.RegistrationToken:
+		out, err = a.registerWithToken(ctx, in, existing)
+	default:
+		if out, adopted, err = a.adoptRegistration(ctx, in, existing); err == nil && !adopted {
+			out, err = a.registerJIT(ctx, in, existing)
+		}
+	}
+	if err != nil || pod == nil {
 		return out, err
 	}
-	return a.registerJIT(ctx, in, existing)
+	return a.startPod(ctx, in, out)
+}
+
+// startPod creates the runner's pod owned by the Secret just written. A pod of that name that
+// belongs to someone else fails the activity for good; the error carries the registration
+// (never the credential), so the workflow removes what it now owns.
+func (a *GitHubActivities) startPod(ctx context.Context, in workflows.RegisterRunnerInput, out workflows.RegisterRunnerOutput) (workflows.RegisterRunnerOutput, error) {
+	podIn := podOf(in, out)
+	pod, err := buildRunnerPod(podIn)
+	if err != nil {
+		err = temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
+	} else {
+		var created workflows.CreateRunnerPodOutput
+		if created, err = createRunnerPod(ctx, a.Kube, podIn, pod); err == nil {
+			out.Pod = &created
+			return out, nil
+		}
+	}
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.NonRetryable() {
+		return workflows.RegisterRunnerOutput{}, err // retried: the registration is adopted
+	}
+	return workflows.RegisterRunnerOutput{}, temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), err, out)
+}
+
+// podOf is the pod input a registration asked for, owned by the registration's Secret.
+func podOf(in workflows.RegisterRunnerInput, out workflows.RegisterRunnerOutput) workflows.CreateRunnerPodInput {
+	p := *in.Pod
+	p.SecretName, p.SecretUID = out.SecretName, out.SecretUID
+	if out.RunnerURL != "" {
+		p.RunnerURL = out.RunnerURL
+	}
+	return p
 }
 
 // adoptRegistration keeps the registration an earlier attempt of this activity wrote into our
@@ -63,7 +117,7 @@ func (a *GitHubActivities) adoptRegistration(ctx context.Context, in workflows.R
 	case err != nil:
 		return workflows.RegisterRunnerOutput{}, false, classifyGitHubError(callGetRunner, err)
 	}
-	return workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, Adopted: true}, true, nil
+	return workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}, true, nil
 }
 
 func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {
@@ -84,11 +138,12 @@ func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.Registe
 		namespace: in.Namespace, name: in.Name, pool: in.Pool, workflowID: in.WorkflowID,
 		runnerID: cfg.Runner.ID, key: runnerpod.SecretKeyJITConfig, value: cfg.EncodedConfig,
 	}
-	if err := applyRunnerSecret(ctx, a.Kube, existing, secret); err != nil {
+	uid, err := applyRunnerSecret(ctx, a.Kube, existing, secret)
+	if err != nil {
 		// The registration now exists without a Secret; the retry meets the 409 path above.
 		return workflows.RegisterRunnerOutput{}, withoutSecret(err, cfg.EncodedConfig)
 	}
-	return workflows.RegisterRunnerOutput{RunnerID: cfg.Runner.ID, SecretName: in.Name}, nil
+	return workflows.RegisterRunnerOutput{RunnerID: cfg.Runner.ID, SecretName: in.Name, SecretUID: uid}, nil
 }
 
 // clearNameClash handles GitHub's 409 "A runner with the name ... already exists".
@@ -129,10 +184,11 @@ func (a *GitHubActivities) registerWithToken(ctx context.Context, in workflows.R
 		namespace: in.Namespace, name: in.Name, pool: in.Pool, workflowID: in.WorkflowID,
 		key: runnerpod.SecretKeyRegistrationToken, value: token,
 	}
-	if err := applyRunnerSecret(ctx, a.Kube, existing, secret); err != nil {
+	uid, err := applyRunnerSecret(ctx, a.Kube, existing, secret)
+	if err != nil {
 		return workflows.RegisterRunnerOutput{}, withoutSecret(err, token)
 	}
-	return workflows.RegisterRunnerOutput{SecretName: in.Name, RunnerURL: a.GitHub.RunnerURL(in.Scope)}, nil
+	return workflows.RegisterRunnerOutput{SecretName: in.Name, SecretUID: uid, RunnerURL: a.GitHub.RunnerURL(in.Scope)}, nil
 }
 
 func validateRegistration(in workflows.RegisterRunnerInput) error {

@@ -233,3 +233,85 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Asked for the pod, the registration creates it owned by the Secret it wrote (deleting the
+// Secret then takes the pod with it); a retry adopts both.
+func TestRegisterRunnerCreatesThePodOwnedByItsSecret(t *testing.T) {
+	e := newEnv(t)
+	in := e.registration("pool-a-ab12-9")
+	pod := e.podInput(in.Name)
+	pod.SecretName, pod.SecretUID = "", ""
+	in.Pod = &pod
+	out, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Pod == nil || out.Pod.UID == "" || out.SecretUID == "" {
+		t.Fatalf("output = %+v, want the pod and the Secret's UID", out)
+	}
+	created, err := e.kube.CoreV1().Pods(e.ns).Get(e.ctx, in.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := created.OwnerReferences
+	if len(owners) != 1 || owners[0].Kind != "Secret" || owners[0].Name != in.Name || string(owners[0].UID) != out.SecretUID {
+		t.Errorf("pod owners = %+v, want the Secret %s (%s)", owners, in.Name, out.SecretUID)
+	}
+	if string(created.UID) != out.Pod.UID {
+		t.Errorf("pod UID %s, output says %s", created.UID, out.Pod.UID)
+	}
+	again, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil || !again.Adopted || again.Pod == nil || again.Pod.UID != out.Pod.UID || again.SecretUID != out.SecretUID {
+		t.Fatalf("retry = %+v, %v; want the registration and the pod adopted", again, err)
+	}
+	if n := e.gh.CallCount(jitRoute); n != 1 {
+		t.Errorf("generate-jitconfig called %d times, want 1", n)
+	}
+}
+
+// A bad pod template fails the registration before anything is registered or written.
+func TestRegisterRunnerWithABadPodTemplateRegistersNothing(t *testing.T) {
+	e := newEnv(t)
+	in := e.registration("pool-a-ab12-8")
+	pod := e.podInput(in.Name)
+	pod.Template.Spec.Containers = []corev1.Container{{Name: "not-the-runner", Image: "x"}}
+	in.Pod = &pod
+	if _, err := e.gha.RegisterRunner(e.ctx, in); err == nil || !strings.Contains(err.Error(), "no container named") {
+		t.Fatalf("error = %v, want the template refused", err)
+	}
+	if n := e.gh.TotalCalls(); n != 0 {
+		t.Errorf("%d GitHub calls, want none", n)
+	}
+	if _, err := e.kube.CoreV1().Secrets(e.ns).Get(e.ctx, in.Name, metav1.GetOptions{}); err == nil {
+		t.Error("a Secret was written")
+	}
+}
+
+// In registration-token mode the pod learns the runner URL from the registration.
+func TestRegisterRunnerTokenModeCreatesThePodWithTheRunnerURL(t *testing.T) {
+	e := newEnv(t)
+	in := e.registration("pool-a-ab12-7")
+	in.Mode = workflows.RegistrationToken
+	pod := podInput(workflows.RegistrationToken)
+	pod.Name, pod.Namespace, pod.WorkflowID, pod.RunnerURL = in.Name, e.ns, in.WorkflowID, ""
+	in.Pod = &pod
+	out, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := e.kube.CoreV1().Pods(e.ns).Get(e.ctx, in.Name, metav1.GetOptions{})
+	if err != nil || out.Pod == nil {
+		t.Fatalf("pod: %v (output %+v)", err, out)
+	}
+	var url string
+	for _, c := range created.Spec.Containers {
+		for _, env := range c.Env {
+			if c.Name == runnerpod.RunnerContainerName && env.Name == runnerpod.EnvRunnerURL {
+				url = env.Value
+			}
+		}
+	}
+	if url == "" || url != out.RunnerURL {
+		t.Errorf("pod's runner URL %q, registration's %q", url, out.RunnerURL)
+	}
+}

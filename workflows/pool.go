@@ -50,6 +50,10 @@ type pool struct {
 	plan Plan
 	// drainers receive what is left in the signal channels before continue-as-new.
 	drainers []func() bool
+	// lean is changeLeanRunners' gate, read once per run.
+	lean bool
+	// timer is the pending wake-up kept across iterations (changeLeanRunners).
+	timer *poolTimer
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -81,6 +85,7 @@ func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
 
 // run is the pool's life: set up handlers, then decide, act, and wait for the next change.
 func (p *pool) run() error {
+	p.lean = workflow.GetVersion(p.ctx, changeLeanRunners, workflow.DefaultVersion, 1) >= 1
 	if err := p.registerHandlers(); err != nil {
 		return err
 	}
@@ -196,6 +201,9 @@ func (p *pool) nextWake(now time.Time) time.Time {
 
 // waitForChange blocks until a handler or completion records a change, or until wake.
 func (p *pool) waitForChange(wake time.Time) error {
+	if p.lean {
+		return p.waitWithKeptTimer(wake)
+	}
 	if wake.IsZero() {
 		return workflow.Await(p.ctx, func() bool { return p.changed })
 	}
@@ -203,6 +211,57 @@ func (p *pool) waitForChange(wake time.Time) error {
 	d := max(wake.Sub(workflow.Now(p.ctx)), time.Second)
 	_, err := workflow.AwaitWithTimeout(p.ctx, d, func() bool { return p.changed })
 	return err
+}
+
+// waitWithKeptTimer is waitForChange since changeLeanRunners: one durable timer is kept across
+// iterations and replaced only by an earlier wake, so a burst of runner reports (one loop
+// iteration each) does not start and cancel a timer each. A kept timer that fires before the
+// wake costs one iteration that decides nothing new.
+func (p *pool) waitWithKeptTimer(wake time.Time) error {
+	now := workflow.Now(p.ctx)
+	if !wake.IsZero() {
+		// A wake time already due would spin the loop; one second is far below any interval here.
+		at := wake
+		if at.Before(now.Add(time.Second)) {
+			at = now.Add(time.Second)
+		}
+		if p.timer == nil || at.Before(p.timer.at) {
+			p.stopTimer()
+			p.timer = p.startTimer(at.Sub(now), at)
+		}
+	}
+	t := p.timer
+	err := workflow.Await(p.ctx, func() bool { return p.changed || (t != nil && t.fired) })
+	if t != nil && t.fired {
+		p.timer = nil
+	}
+	return err
+}
+
+// poolTimer is the pool's one pending wake-up.
+type poolTimer struct {
+	at     time.Time
+	fired  bool
+	cancel workflow.CancelFunc
+}
+
+func (p *pool) startTimer(d time.Duration, at time.Time) *poolTimer {
+	ctx, cancel := workflow.WithCancel(p.ctx)
+	t := &poolTimer{at: at, cancel: cancel}
+	f := workflow.NewTimer(ctx, d)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if f.Get(ctx, nil) == nil {
+			t.fired = true
+		}
+	})
+	return t
+}
+
+func (p *pool) stopTimer() {
+	if p.timer != nil {
+		p.timer.cancel()
+		p.timer = nil
+	}
 }
 
 func (p *pool) shouldContinueAsNew() bool {

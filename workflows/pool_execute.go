@@ -88,7 +88,7 @@ func (p *pool) start(s StartRunner, now time.Time) string {
 	var reg *RegisterRunnerOutput
 	if w, ok := p.takeWarm(now); ok {
 		seq, name = w.Seq, w.Name
-		reg = &RegisterRunnerOutput{RunnerID: w.RunnerID, SecretName: w.SecretName}
+		reg = &RegisterRunnerOutput{RunnerID: w.RunnerID, SecretName: w.SecretName, SecretUID: w.SecretUID}
 	} else {
 		p.st.NextSeq++
 	}
@@ -125,7 +125,13 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 			return
 		}
 	}
-	cctx := workflow.WithChildOptions(ctx, RunnerChildPolicy(RunnerWorkflowID(in.Pool, in.Name)))
+	opts := RunnerChildPolicy(RunnerWorkflowID(in.Pool, in.Name))
+	if p.lean {
+		// Set at the start, where they cost nothing; the runner upserts only idle and busy.
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			SearchAttrRunnerState.ValueSet(string(RunnerPending)), SearchAttrPool.ValueSet(in.Pool))
+	}
+	cctx := workflow.WithChildOptions(ctx, opts)
 	child := workflow.ExecuteChildWorkflow(cctx, RunnerWorkflowType, in)
 	err := child.GetChildWorkflowExecution().Get(ctx, nil)
 	p.inflight--
@@ -251,7 +257,9 @@ func (p *pool) applyListing(res ListRunnersResult, now time.Time) {
 		}
 		if r.Listed == nil || *r.Listed != status {
 			r.Listed = &status
-			p.signal(r.Name, SignalRunnerStatus, status)
+			if !p.lean || !status.toldBy(r.State) {
+				p.signal(r.Name, SignalRunnerStatus, status)
+			}
 		}
 	}
 	for _, f := range p.st.Finished {

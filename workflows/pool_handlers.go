@@ -149,12 +149,18 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 //   - changeWarmRegistrations (1): warm registrations (pool_warm.go).
 //   - changeNewSpecRules (1): a new pool's start checks its spec with ValidateNew (a
 //     repository-scoped pool with a runner group is rejected); before, with Validate.
+//   - changeLeanRunners (1): runner workflows start with RunnerState and RunnerPool set (no
+//     upsert of their own), and a listing signals a runner only what its own reports have not
+//     told the pool already (not "busy" to a runner that reported busy, not "idle" to one that
+//     reported idle), and the pool keeps its wake-up timer across iterations unless an earlier
+//     wake comes.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
 const (
 	changeEndJobWithRunner = "end-job-with-runner"
 	changeNewSpecRules     = "new-spec-rules"
+	changeLeanRunners      = "lean-runners"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has

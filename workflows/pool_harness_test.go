@@ -67,6 +67,8 @@ type poolHarness struct {
 	forceRemoveTakes time.Duration
 	// onSegment, if set, adds mocks to each run's environment.
 	onSegment func()
+	// timers counts the durable timers the pool started, over all runs.
+	timers int
 }
 
 type simStats struct {
@@ -206,6 +208,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
 	if h.onSegment != nil {
 		h.onSegment()
 	}

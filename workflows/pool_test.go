@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"go.temporal.io/sdk/workflow"
 )
 
 // A pool scenario schedules its steps and checks on the harness and returns the pool's first
@@ -339,4 +341,26 @@ func TestPoolStatefulSlotsNeverShared(t *testing.T) {
 		})
 	}
 	h.run(spec, end)
+}
+
+// A pool keeps its wake-up timer while runner reports come and go: a report (one loop
+// iteration) no longer starts and cancels a timer of its own. The same scenario run as the
+// previous release ran it (changeLeanRunners at its default version) is the yardstick.
+func TestPoolKeepsItsTimerAcrossReports(t *testing.T) {
+	timers := func(release workflow.Version) int {
+		h := newPoolHarness(t, 0)
+		if release == workflow.DefaultVersion {
+			h.onSegment = func() {
+				h.env.OnGetVersion(changeLeanRunners, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+		}
+		spec, end := oneRunnerPerJobScenario.setup(h)
+		oneRunnerPerJobScenario.verify(t, h, h.run(spec, end))
+		return h.timers
+	}
+	before, now := timers(workflow.DefaultVersion), timers(1)
+	t.Logf("timers: %d as the previous release ran, %d now", before, now)
+	if now*3 > before*2 {
+		t.Errorf("%d timers, the previous release %d: want at least a third fewer", now, before)
+	}
 }

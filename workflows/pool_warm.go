@@ -143,7 +143,7 @@ func (p *pool) mintWarm() {
 			w.Retiring = WarmMintFailed
 			return fmt.Errorf("mint warm registration %s: %w", name, err)
 		}
-		w.RunnerID, w.SecretName, w.MintedAt = reg.RunnerID, reg.SecretName, workflow.Now(ctx)
+		w.RunnerID, w.SecretName, w.SecretUID, w.MintedAt = reg.RunnerID, reg.SecretName, reg.SecretUID, workflow.Now(ctx)
 		return nil
 	})
 }

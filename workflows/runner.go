@@ -32,6 +32,15 @@ import (
 //     runner instead of registering another; what cannot be read is asked again, never torn
 //     down; the check reads GitHub under RegistrationCheckPolicy.
 //
+//   - changeLeanLifecycle (1): a runner spends only the actions its decisions need. Its pool
+//     starts it with RunnerState and RunnerPool set, so it upserts RunnerState only when it goes
+//     idle or busy (the states operators filter live runners by; a closed runner's status is its
+//     execution status); it reports to its pool only idle, busy (with its job) and its end, plus
+//     draining when force-removed (the pool decides on nothing else); it keeps one deadline
+//     timer unless a deadline comes earlier; its pod is owned by its Secret (created with the
+//     owner reference, no patch) and a runner whose work is over deletes only the Secret — the
+//     cluster's garbage collector takes the pod.
+//
 // Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
 // forceRemove only once one arrived, and no history written before it has one; without it the
 // runner issues the commands it always did.
@@ -61,6 +70,11 @@ type runner struct {
 	mode   RegistrationMode
 	limits watchLimits
 	log    log.Logger
+
+	// lean is changeLeanLifecycle's gate, read once per run (see the list at the top).
+	lean bool
+	// upserted is the RunnerState last written to the search attributes.
+	upserted RunnerState
 
 	attempt    int
 	registered bool
@@ -100,7 +114,7 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 	}
 	if res := in.Resume; res != nil {
 		r.attempt, r.registered, r.podUID = res.Attempt, res.Registered, res.PodUID
-		r.reg = RegisterRunnerOutput{RunnerID: res.RunnerID, SecretName: res.SecretName, RunnerURL: res.RunnerURL}
+		r.reg = RegisterRunnerOutput{RunnerID: res.RunnerID, SecretName: res.SecretName, SecretUID: res.SecretUID, RunnerURL: res.RunnerURL}
 		r.state, r.obs, r.reportedJob = res.State, res.Observed, res.ReportedJob
 		r.in.Resume = nil
 	}
@@ -111,9 +125,14 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 // run reads as the runner's lifecycle: register and start a pod, watch it, and either finish
 // (unregister, delete) or, if the runner never came online, tear down and try again.
 func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
-	if r.state == "" {
+	r.lean = workflow.GetVersion(ctx, changeLeanLifecycle, workflow.DefaultVersion, 1) >= 1
+	if r.lean {
+		r.upserted = startedState(ctx)
+	}
+	switch {
+	case r.state == "":
 		r.setState(ctx, RunnerPending, "")
-	} else {
+	case !r.lean || r.upserted == "":
 		r.upsertSearchAttributes(ctx) // a new run after continue-as-new: make sure they are set
 	}
 	for {
@@ -163,26 +182,36 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 	r.obs = RunnerObservations{Drain: r.obs.Drain, Force: r.obs.Force, JobsRun: r.obs.JobsRun, RecentJobs: r.obs.RecentJobs}
 	r.setState(ctx, RunnerRegistering, "")
 	spec := r.in.Spec
+	podIn := CreateRunnerPodInput{
+		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+		Template: spec.Template, TemplateHash: spec.TemplateHash, Mode: r.mode, SlotVolumes: r.in.SlotVolumes,
+		Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Ephemeral: spec.Ephemeral, WorkFolder: spec.WorkFolder,
+	}
+	var pod *CreateRunnerPodOutput
 	if !warm {
-		reg, err := registerRunner(ctx, RegisterRunnerInput{
+		regIn := RegisterRunnerInput{
 			Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
 			Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode,
 			WorkFolder: spec.WorkFolder,
-		})
+		}
+		if r.lean {
+			regIn.Pod = &podIn // created by the registration, owned by its Secret
+		}
+		reg, err := registerRunner(ctx, regIn)
 		if err != nil {
+			r.keepRegistrationOf(err)
 			return fmt.Errorf("register runner: %w", err)
 		}
-		r.registered, r.reg = true, reg
+		r.registered, r.reg, pod = true, reg, reg.Pod
 	}
 	reg := r.reg
-	pod, err := createRunnerPod(ctx, CreateRunnerPodInput{
-		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
-		Template: spec.Template, TemplateHash: spec.TemplateHash, SecretName: reg.SecretName,
-		Mode: r.mode, SlotVolumes: r.in.SlotVolumes, RunnerURL: reg.RunnerURL, Labels: spec.Labels,
-		RunnerGroup: spec.RunnerGroup, Ephemeral: spec.Ephemeral, WorkFolder: spec.WorkFolder,
-	})
-	if err != nil {
-		return fmt.Errorf("create runner pod: %w", err)
+	if pod == nil {
+		podIn.SecretName, podIn.SecretUID, podIn.RunnerURL = reg.SecretName, r.podOwnerUID(), reg.RunnerURL
+		created, err := createRunnerPod(ctx, podIn)
+		if err != nil {
+			return fmt.Errorf("create runner pod: %w", err)
+		}
+		pod = &created
 	}
 	r.podUID = pod.UID
 	now := workflow.Now(ctx)
@@ -191,12 +220,31 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 	if r.obs.PodCreatedAt.IsZero() {
 		r.obs.PodCreatedAt = now
 	}
+	if r.secretOwnsPod() {
+		return nil // the pod was created owned by its Secret
+	}
 	if _, err := setSecretOwner(ctx, SetSecretOwnerInput{
 		Namespace: spec.Namespace, SecretName: reg.SecretName, PodName: r.in.Name, PodUID: pod.UID,
 	}); err != nil {
 		return fmt.Errorf("set runner secret owner: %w", err)
 	}
 	return nil
+}
+
+// keepRegistrationOf takes the registration a failed RegisterRunner made before its pod
+// failed for good (the error's details carry it), so the failure's cleanup removes it.
+func (r *runner) keepRegistrationOf(err error) {
+	var appErr *temporal.ApplicationError
+	var reg RegisterRunnerOutput
+	if r.lean && errors.As(err, &appErr) && appErr.HasDetails() && appErr.Details(&reg) == nil && reg.SecretName != "" {
+		r.registered, r.reg = true, reg
+	}
+}
+
+// secretOwnsPod is true when this attempt's pod is (or is to be) created owned by the runner's
+// Secret: deleting the Secret then removes the pod too.
+func (r *runner) secretOwnsPod() bool {
+	return r.lean && r.reg.SecretUID != ""
 }
 
 // finish removes a runner whose work is over: unregister (retried while GitHub says busy, so
@@ -215,6 +263,8 @@ func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) 
 }
 
 // cleanup undoes what the current attempt created, in the order that never kills a busy runner.
+// A pod its Secret owns goes with the Secret (the garbage collector deletes it), except before
+// registering again: the next attempt's pod takes the same name, so the old one is deleted first.
 func (r *runner) cleanup(ctx workflow.Context, end ending) error {
 	r.cleaningUp = true
 	defer func() { r.cleaningUp = false }()
@@ -224,6 +274,9 @@ func (r *runner) cleanup(ctx workflow.Context, end ending) error {
 		}
 	}
 	r.registered = false
+	if r.secretOwnsPod() && end.kind != endReregister {
+		r.podUID = ""
+	}
 	if r.podUID != "" {
 		if _, err := deleteRunnerPod(ctx, r.podRef()); err != nil {
 			return fmt.Errorf("delete runner pod: %w", err)
@@ -234,9 +287,18 @@ func (r *runner) cleanup(ctx workflow.Context, end ending) error {
 		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
 			return fmt.Errorf("delete runner secret: %w", err)
 		}
-		r.reg.SecretName = ""
+		r.reg.SecretName, r.reg.SecretUID = "", ""
 	}
 	return nil
+}
+
+// podOwnerUID is the Secret UID the pod is created owned by; empty keeps the old order (the
+// Secret made the pod's dependent by a patch).
+func (r *runner) podOwnerUID() string {
+	if r.lean {
+		return r.reg.SecretUID
+	}
+	return ""
 }
 
 // fail ends the workflow visibly: it cleans up what it can (unless the cleanup is what
@@ -284,7 +346,7 @@ func (r *runner) continueAsNew(ctx workflow.Context) error {
 	in := r.in
 	in.Resume = &RunnerResume{
 		Attempt: r.attempt, Registered: r.registered, RunnerID: r.reg.RunnerID,
-		SecretName: r.reg.SecretName, RunnerURL: r.reg.RunnerURL, PodUID: r.podUID,
+		SecretName: r.reg.SecretName, SecretUID: r.reg.SecretUID, RunnerURL: r.reg.RunnerURL, PodUID: r.podUID,
 		State: r.state, Observed: r.obs, ReportedJob: r.reportedJob,
 	}
 	return workflow.NewContinueAsNewError(ctx, RunnerWorkflowType, in)
@@ -306,8 +368,23 @@ func (r *runner) setState(ctx workflow.Context, state RunnerState, reason string
 		return
 	}
 	r.state, r.reason = state, reason
-	r.upsertSearchAttributes(ctx)
-	r.report(ctx, state, reason)
+	if !r.lean {
+		r.upsertSearchAttributes(ctx)
+		r.report(ctx, state, reason)
+		return
+	}
+	if (state == RunnerIdle || state == RunnerBusy || r.upserted == "") && state != r.upserted {
+		r.upsertSearchAttributes(ctx) // the first state too, for a runner started without them
+	}
+	if state == RunnerIdle || state == RunnerBusy || state.Terminal() {
+		r.report(ctx, state, reason)
+	}
+}
+
+// startedState is the RunnerState the workflow was started with (its pool sets it), or empty.
+func startedState(ctx workflow.Context) RunnerState {
+	v, _ := workflow.GetTypedSearchAttributes(ctx).GetKeyword(SearchAttrRunnerState)
+	return RunnerState(v)
 }
 
 // Change ids of the runner workflow (see the list at the top of this file).
@@ -315,6 +392,7 @@ const (
 	changeReportJob           = "report-job-to-pool"
 	changeEphemeralDoneDrains = "ephemeral-done-drains"
 	changeReadNotGuess        = "registration-check-reads"
+	changeLeanLifecycle       = "lean-lifecycle"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.
@@ -350,7 +428,9 @@ func (r *runner) upsertSearchAttributes(ctx workflow.Context) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
 		SearchAttrRunnerState.ValueSet(string(r.state)), SearchAttrPool.ValueSet(r.in.Pool)); err != nil {
 		r.log.Warn("Cannot update search attributes", "error", err)
+		return
 	}
+	r.upserted = r.state
 }
 
 func (r *runner) setupHandlers(ctx workflow.Context) error {

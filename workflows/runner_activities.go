@@ -49,6 +49,11 @@ type RegisterRunnerInput struct {
 	RunnerGroup string           `json:"runnerGroup,omitempty"`
 	Mode        RegistrationMode `json:"mode"`
 	WorkFolder  string           `json:"workFolder,omitempty"`
+	// Pod, when set, is the runner's pod, created by the same activity once the credential is
+	// stored, owned by the Secret (the activity fills in SecretName and SecretUID): the pod
+	// follows the registration without a round trip through the workflow. Workers before this
+	// field ignore it and return no Pod; the workflow then creates the pod itself.
+	Pod *CreateRunnerPodInput `json:"pod,omitempty"`
 }
 
 // RegisterRunnerOutput names what the registration created; never the credential itself.
@@ -58,10 +63,15 @@ type RegisterRunnerOutput struct {
 	RunnerID int64 `json:"runnerId,omitempty"`
 	// SecretName is the Secret holding the JIT configuration or registration token.
 	SecretName string `json:"secretName"`
+	// SecretUID is the Secret's UID: the runner's pod names the Secret as its owner, so deleting
+	// the Secret takes the pod with it. Empty from workers before that change.
+	SecretUID string `json:"secretUid,omitempty"`
 	// RunnerURL is the web URL a runner in registration-token mode configures itself against.
 	RunnerURL string `json:"runnerUrl,omitempty"`
 	// Adopted is true when a previous attempt's registration was found and kept.
 	Adopted bool `json:"adopted,omitempty"`
+	// Pod is the pod created (or adopted) when the input asked for it.
+	Pod *CreateRunnerPodOutput `json:"pod,omitempty"`
 }
 
 // RunnerRef names a runner at GitHub, for GetRunner and RemoveRunner.
@@ -97,8 +107,11 @@ type CreateRunnerPodInput struct {
 	Template     corev1.PodTemplateSpec `json:"template"`
 	TemplateHash string                 `json:"templateHash"`
 	SecretName   string                 `json:"secretName"`
-	Mode         RegistrationMode       `json:"mode"`
-	SlotVolumes  []SlotVolume           `json:"slotVolumes,omitempty"`
+	// SecretUID, when set, makes the Secret the pod's owner: the cluster's garbage collector
+	// deletes the pod when the runner's Secret is deleted (one write ends a runner).
+	SecretUID   string           `json:"secretUid,omitempty"`
+	Mode        RegistrationMode `json:"mode"`
+	SlotVolumes []SlotVolume     `json:"slotVolumes,omitempty"`
 	// The fields below configure a runner in registration-token mode (ignored in JIT mode,
 	// where the JIT configuration carries them).
 	RunnerURL   string   `json:"runnerUrl,omitempty"`

@@ -25,6 +25,9 @@ func (r *runner) forceRemove(ctx workflow.Context, end ending) (RunnerResult, er
 		r.report(ctx, RunnerDraining, end.reason)
 	} else {
 		r.setState(ctx, RunnerDraining, end.reason)
+		if r.lean {
+			r.report(ctx, RunnerDraining, end.reason) // the pool holds its place while it is removed
+		}
 	}
 	if err := r.forceCleanup(ctx); err != nil {
 		return r.fail(ctx, err)
@@ -54,7 +57,7 @@ func (r *runner) forceCleanup(ctx workflow.Context) error {
 		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
 			return fmt.Errorf("delete runner secret: %w", err)
 		}
-		r.reg.SecretName = ""
+		r.reg.SecretName, r.reg.SecretUID = "", ""
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ func newRunnerHarnessIn(t *testing.T, suite *testsuite.WorkflowTestSuite) *runne
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	h := &runnerHarness{t: t, env: suite.NewTestWorkflowEnvironment()}
 	h.env.RegisterWorkflowWithOptions(RunnerWorkflow, workflow.RegisterOptions{Name: RunnerWorkflowType})
+	h.env.RegisterWorkflow(startLikeAPool)
 	registerRunnerStub[RegisterRunnerInput, RegisterRunnerOutput](h, ActivityRegisterRunner)
 	registerRunnerStub[RunnerRef, GetRunnerOutput](h, ActivityGetRunner)
 	registerRunnerStub[RunnerRef, RemoveRunnerOutput](h, ActivityRemoveRunner)
@@ -119,7 +120,9 @@ func (h *runnerHarness) withoutPool() *runnerHarness {
 	return h
 }
 
-// registered mocks a successful registration (runner id 0 in token mode) and pod creation.
+// registered mocks a successful registration (runner id 0 in token mode) and pod creation, as
+// a worker before Secret-owned pods answers it (no Secret UID): the pod is made the Secret's
+// owner by a patch, and both are deleted. ownedRegistered mocks today's answer.
 func (h *runnerHarness) registered(runnerID int64, podUIDs ...string) {
 	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(
 		RegisterRunnerOutput{RunnerID: runnerID, SecretName: runnerTestName}, nil).Times(len(podUIDs))
@@ -127,6 +130,17 @@ func (h *runnerHarness) registered(runnerID int64, podUIDs ...string) {
 		h.env.OnActivity(ActivityCreateRunnerPod, mock.Anything, mock.Anything).Return(CreateRunnerPodOutput{UID: uid}, nil).Once()
 	}
 	h.env.OnActivity(ActivitySetSecretOwner, mock.Anything, mock.Anything).Return(Nothing{}, nil).Times(len(podUIDs))
+}
+
+// ownedRegistered mocks registrations as today's worker answers them: the registration creates
+// the pod, owned by the Secret.
+func (h *runnerHarness) ownedRegistered(runnerID int64, podUIDs ...string) {
+	for _, uid := range podUIDs {
+		h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.MatchedBy(func(in RegisterRunnerInput) bool {
+			return in.Pod != nil && in.Pod.Name == in.Name
+		})).Return(RegisterRunnerOutput{RunnerID: runnerID, SecretName: runnerTestName, SecretUID: "secret-uid",
+			Pod: &CreateRunnerPodOutput{UID: uid}}, nil).Once()
+	}
 }
 
 // deletes mocks n pod and secret deletions.
@@ -191,16 +205,6 @@ func (h *runnerHarness) callOrder() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.calls)
-}
-
-// lastSAState is the last RunnerState search attribute value the workflow set.
-func (h *runnerHarness) lastSAState() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.saState) == 0 {
-		return ""
-	}
-	return h.saState[len(h.saState)-1]
 }
 
 func countCalls(calls []string, name string) int {

@@ -36,6 +36,7 @@ type RunnerResume struct {
 	Registered bool   `json:"registered"`
 	RunnerID   int64  `json:"runnerId,omitempty"`
 	SecretName string `json:"secretName"`
+	SecretUID  string `json:"secretUid,omitempty"`
 	RunnerURL  string `json:"runnerUrl,omitempty"`
 	PodUID     string `json:"podUid"`
 	// State is the state last reported to the pool.

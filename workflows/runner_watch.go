@@ -153,7 +153,7 @@ type deadlineTimer struct {
 
 // waitUntil blocks until a signal, a drain update or the deadline, recording what arrived.
 func (r *runner) waitUntil(ctx workflow.Context, until time.Time) {
-	if r.timer == nil || !r.timer.at.Equal(until) {
+	if r.timer == nil || r.needsNewTimer(until) {
 		r.stopTimer()
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		r.timer = &deadlineTimer{at: until, future: workflow.NewTimer(timerCtx, until.Sub(workflow.Now(ctx))), cancel: cancel}
@@ -166,6 +166,16 @@ func (r *runner) waitUntil(ctx workflow.Context, until time.Time) {
 	sel.AddReceive(r.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
 	sel.AddFuture(r.timer.future, func(workflow.Future) { r.timer = nil })
 	sel.Select(ctx)
+}
+
+// needsNewTimer: before changeLeanLifecycle every new deadline replaced the timer; since, a
+// timer that fires no later than the new deadline is kept (when it fires, the loop decides
+// again and waits for what is left), so a deadline that moves later costs no timer.
+func (r *runner) needsNewTimer(until time.Time) bool {
+	if r.lean {
+		return until.Before(r.timer.at)
+	}
+	return !r.timer.at.Equal(until)
 }
 
 func (r *runner) stopTimer() {

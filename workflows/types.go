@@ -181,6 +181,18 @@ type RunnerStatusSignal struct {
 	Gone bool `json:"gone,omitempty"`
 }
 
+// toldBy reports whether a runner that last reported state already knows what this listing
+// says: a runner online and busy that reported busy, or online and idle that reported idle.
+func (s RunnerStatusSignal) toldBy(state RunnerState) bool {
+	switch {
+	case s.Gone || !s.Online:
+		return false
+	case s.Busy:
+		return state == RunnerBusy
+	}
+	return state == RunnerIdle
+}
+
 // JobSignal is a workflow_job event forwarded to the runner it names (SignalJobStarted,
 // SignalJobCompleted). It costs no GitHub API call.
 type JobSignal struct {

@@ -22,6 +22,9 @@ type WarmRegistration struct {
 	Namespace  string `json:"namespace"`
 	RunnerID   int64  `json:"runnerId,omitempty"`
 	SecretName string `json:"secretName,omitempty"`
+	// SecretUID lets the runner that takes it create its pod owned by the Secret; empty for
+	// registrations minted before that.
+	SecretUID string `json:"secretUid,omitempty"`
 	// MintedAt is when GitHub registered it; zero while the mint is under way.
 	MintedAt time.Time `json:"mintedAt,omitzero"`
 	// Retiring says why it is being removed; empty while it is kept.

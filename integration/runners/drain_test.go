@@ -66,7 +66,8 @@ func TestBusyRunnerDrainedMidJobFinishesItsJob(t *testing.T) {
 
 // TestDrainedRunnerNobodyToldIsBusyWaitsForGitHub: the workflow was never told its runner took a
 // job (no webhook arrived), so it unregisters at once: GitHub's 422 (RunnerBusy) holds it back
-// until the job is over, and the pod is deleted only after that.
+// until the job is over, and the runner is ended (its Secret deleted, the pod with it) only after
+// that.
 func TestDrainedRunnerNobodyToldIsBusyWaitsForGitHub(t *testing.T) {
 	s := newScenario(t, "drain422")
 	startWorker(t, workerapp.Config{WatchNamespace: s.ns})
@@ -90,7 +91,7 @@ func TestDrainedRunnerNobodyToldIsBusyWaitsForGitHub(t *testing.T) {
 	if busy == 0 {
 		t.Errorf("GitHub never answered 422: the drain did not reach the runner mid-job (calls: %s)", githubCallReport())
 	}
-	assertAfterJob(t, c, runs[0], done, workflows.ActivityDeleteRunnerPod)
+	assertAfterJob(t, c, runs[0], done, workflows.ActivityDeleteRunnerSecret)
 	s.assertCleanEnd(c, runs)
 }
 

@@ -39,9 +39,10 @@ type WorldOptions struct {
 	WebhookSecret string
 }
 
-// World is the local test world: a real Temporal server, a real kube-apiserver with etcd, the
-// GitHub double and the runner simulator that plays kubelet and actions runner for runnerflow's
-// pods. Tests and the demo run runnerflow's worker and starter against it.
+// World is the local test world: a real Temporal server, a real kube-apiserver with etcd and
+// kube-controller-manager's garbage collector, the GitHub double and the runner simulator that
+// plays kubelet and actions runner for runnerflow's pods. Tests and the demo run runnerflow's
+// worker and starter against it.
 type World struct {
 	Temporal   *Temporal
 	Kube       *Kube
@@ -100,6 +101,11 @@ func (w *World) startServers(ctx context.Context, opts WorldOptions) (err error)
 		return fmt.Errorf("temporal: %w", err)
 	}
 	if w.Kube, err = StartKube(ctx, filepath.Join(w.dir, "kube")); err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	// A runner's pod is owned by its Secret and goes with it through the garbage collector,
+	// as in any real cluster: the world runs the real one.
+	if err := w.Kube.StartGarbageCollector(ctx); err != nil {
 		return fmt.Errorf("kubernetes: %w", err)
 	}
 	if w.Kubernetes, err = kubernetes.NewForConfig(w.Kube.Config); err != nil {
