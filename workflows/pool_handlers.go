@@ -80,6 +80,9 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	if i < 0 {
 		return
 	}
+	if rep.EndedJob != 0 && rep.EndedJob != p.st.Runners[i].JobID {
+		p.endJobID(rep.EndedJob) // a job the pool never saw this runner take
+	}
 	if rep.State.Terminal() {
 		p.forget(rep.Runner, rep.State, rep.Reason)
 		return
@@ -169,6 +172,11 @@ const (
 func (p *pool) endJob(r *PoolRunner) {
 	job := r.JobID
 	r.JobID = 0
+	p.endJobID(job)
+}
+
+// endJobID ends one job's reservation (see endJob).
+func (p *pool) endJobID(job int64) {
 	if job == 0 || workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) < 1 {
 		return
 	}

@@ -364,3 +364,26 @@ func TestPoolKeepsItsTimerAcrossReports(t *testing.T) {
 		t.Errorf("%d timers, the previous release %d: want at least a third fewer", now, before)
 	}
 }
+
+// A runner that ends with a job the pool never saw it take (its busy notice did not come: the
+// intake tells a pool's own runner, not the pool, when its job starts and ends) still ends
+// that job's reservation with its final report: nothing is started for a job already run.
+func TestPoolEndsTheJobARunnerReportsEnded(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(10), ptr(true)
+	h.at(time.Minute, func() { h.update("queued", UpdateReservations, reserve(JobQueued, 701)) })
+	h.check(2*time.Minute, "a runner for the job", func(st PoolStatus) bool { return len(st.Runners) == 1 && st.Reservations == 1 })
+	h.at(2*time.Minute+time.Second, func() {
+		h.mu.Lock()
+		r := h.sim[h.inputs[0].Name]
+		r.state = RunnerDone
+		rep := RunnerStateReport{Runner: r.in.Name, State: RunnerDone, TemplateHash: r.in.Spec.TemplateHash, Reason: "pod succeeded", EndedJob: 701}
+		h.mu.Unlock()
+		h.signal(SignalRunnerState, rep)
+	})
+	h.check(3*time.Minute, "the job's reservation ended with its runner, nothing started for it", func(st PoolStatus) bool {
+		return st.Reservations == 0 && len(st.Runners) == 0 && st.Totals.Started == 1
+	})
+	h.run(spec, 4*time.Minute)
+}

@@ -413,6 +413,9 @@ func (r *runner) report(ctx workflow.Context, state RunnerState, reason string) 
 	if state == RunnerBusy {
 		report.JobID, r.reportedJob = r.obs.JobID, r.obs.JobID
 	}
+	if n := len(r.obs.RecentJobs); n > 0 && (state == RunnerIdle || state.Terminal()) {
+		report.EndedJob = r.obs.RecentJobs[n-1]
+	}
 	// Waiting for delivery keeps the pool's view in order: the next report leaves only after
 	// this one arrived.
 	err := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(r.in.Pool), "", SignalRunnerState, report).Get(ctx, nil)

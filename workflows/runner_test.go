@@ -48,6 +48,9 @@ func TestRunnerEphemeralHappyPath(t *testing.T) {
 		if rep.State == RunnerBusy && rep.JobID != 100 {
 			t.Errorf("busy report %+v does not name the job (100): the pool could not end its reservation", rep)
 		}
+		if rep.State == RunnerDone && rep.EndedJob != 100 {
+			t.Errorf("final report %+v does not name the job it ended (100)", rep)
+		}
 	}
 	// Started without search attributes (no pool set them), it writes its first state; then
 	// only the live states operators filter by. A closed runner's status is its execution's.

@@ -147,6 +147,10 @@ type RunnerStateReport struct {
 	// Removing is set once the runner was force-removed: its pool holds its place (no
 	// replacement, its stateful slot taken) until it has ended.
 	Removing bool `json:"removing,omitempty"`
+	// EndedJob is the job whose completed notice the runner got last, on an idle or final
+	// report: the pool ends that job's reservation even if it never learned the runner took it
+	// (the intake tells a pool's own runner, not the pool, when its job starts and ends).
+	EndedJob int64 `json:"endedJob,omitempty"`
 }
 
 // PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.
