@@ -24,7 +24,8 @@ var managedSelector = runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
 func (s *scenario) assertCleanEnd(c client.Client, runs []client.WorkflowRun) {
 	s.t.Helper()
 	ctx := context.Background()
-	// The workflow's delete is accepted at once; the simulated kubelet finishes it.
+	// The workflow deletes the runner's Secret; the garbage collector deletes the pod the Secret
+	// owns, and the simulated kubelet finishes that.
 	eventually(s.t, time.Minute, "runner pods to be gone", func() bool {
 		pods, err := world.Kubernetes.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
 		return err == nil && len(pods.Items) == 0
