@@ -23,7 +23,7 @@ type ScaleWindowInput struct {
 
 // ScaleWindowResult says what one window did.
 type ScaleWindowResult struct {
-	// Events is the number of distinct events in the window's batch.
+	// Events is the number of distinct events in the run's batches (one per window).
 	Events int `json:"events"`
 	// Duplicates counts events dropped as redeliveries (same delivery id, or same job and action).
 	Duplicates int `json:"duplicates"`
@@ -31,7 +31,7 @@ type ScaleWindowResult struct {
 	Applied ReservationBatchResult `json:"applied"`
 	// UpdateError is set when the pool did not take the batch (pool gone, batch rejected).
 	UpdateError string `json:"updateError,omitempty"`
-	// Carried is the number of events handed to the next window.
+	// Carried is the number of events handed to the next run.
 	Carried int `json:"carried,omitempty"`
 }
 
@@ -58,9 +58,10 @@ type UpdatePoolReservationsInput struct {
 // event), drops duplicates, and applies them to the pool with one UpdateReservations update.
 // Events arrive one per SignalWorkflowJob or in batches of SignalWorkflowJobs (the starter's
 // group commit); both are the same events to the window, deduplicated alike.
-// Events that arrive while that update is in flight are drained and open the next window by
-// continue-as-new; events that arrive after this run has closed start the next run by
-// signal-with-start. Because the run drains its channels in the same workflow task that
+// Events that arrive while that update is in flight are drained and open the next window, in
+// the same run while a flood lasts and by continue-as-new once Temporal suggests a new run
+// (see nextWindowInThisRun); events that arrive after this run has closed start the next run
+// by signal-with-start. Because the run drains its channels in the same workflow task that
 // completes it, and the server refuses to complete a run that has unseen signals, no event is
 // lost between windows.
 //
@@ -74,6 +75,8 @@ type UpdatePoolReservationsInput struct {
 //
 // Change ids (workflow.GetVersion), one line each:
 //   - changeOpenAtOnce (1): the opening batch of an idle pool's window is applied at once.
+//   - changeRunSpansWindows (1): events that arrive during a window's update open the next
+//     window in the same run, until Temporal suggests continuing as new.
 func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
 	if in.Pool == "" {
 		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)
@@ -100,13 +103,19 @@ type scaleWindow struct {
 	events []WorkflowJobEvent
 	seen   map[string]bool
 	// sent counts the events already handed to the pool; events[sent:] are still held.
-	sent   int
-	result ScaleWindowResult
-	logger log.Logger
+	sent int
+	// windowStart is where the current window's events begin in events (0 for the run's first
+	// window, whose opening events count towards ScaleWindowMaxEvents as they always have).
+	windowStart int
+	result      ScaleWindowResult
+	logger      log.Logger
 }
 
 // changeOpenAtOnce gates applying an idle pool's opening events without waiting the window.
 const changeOpenAtOnce = "open-at-once"
+
+// changeRunSpansWindows gates running the next window in the same run (nextWindowInThisRun).
+const changeRunSpansWindows = "run-spans-windows"
 
 // ScaleWindowStatus answers the window's status query: what it holds and whether the pool
 // has taken it yet (a window whose pool is unreachable keeps its events and says so here).
@@ -134,20 +143,57 @@ func (w *scaleWindow) run(ctx workflow.Context) (ScaleWindowResult, error) {
 		w.drainInto(&w.events)
 		w.applyToPool(ctx, "/opening")
 	}
-	w.collect(ctx)
-	w.drainInto(&w.events)
-	w.result.Events = len(w.events)
-	if w.sent < len(w.events) {
-		w.applyToPool(ctx, "")
+	for window := 1; ; window++ {
+		w.collect(ctx)
+		w.drainInto(&w.events)
+		w.result.Events = len(w.events)
+		if w.sent < len(w.events) {
+			w.applyToPool(ctx, windowSuffix(window))
+		}
+		next := w.drainNext()
+		if len(next) == 0 {
+			return w.result, nil
+		}
+		w.logger.Info("events arrived during the update; they open the next window", "events", len(next))
+		if !w.nextWindowInThisRun(ctx) {
+			w.result.Carried = len(next)
+			return w.result, workflow.NewContinueAsNewError(ctx, ScaleWindowWorkflowType,
+				ScaleWindowInput{Pool: w.in.Pool, Window: w.in.Window, Carried: next})
+		}
+		w.windowStart = len(w.events)
+		w.events = append(w.events, next...)
 	}
-	next := w.drainNext()
-	if len(next) == 0 {
-		return w.result, nil
+}
+
+// nextWindowInThisRun reports whether the events that arrived during an update open the next
+// window in this run rather than in a new one.
+//
+// Why not always a new run: a run's close races with the signals of a flood. Temporal refuses
+// to close a run while signals it has not shown the workflow are waiting, and then refuses
+// every signal until the run has closed ("workflow is closing", which the starter's client
+// retries after about 400 ms); meanwhile the deliveries behind that signal wait. With a new
+// run per 3-second window, a flood of 500 events a second per pool met that stall every 3 to 4
+// seconds (p99 ack 0.4 s); with one run for many windows, only when Temporal suggests a new
+// run because the history has grown (about every 15 seconds of such a flood), or at
+// runMaxEvents.
+func (w *scaleWindow) nextWindowInThisRun(ctx workflow.Context) bool {
+	if workflow.GetVersion(ctx, changeRunSpansWindows, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
 	}
-	w.result.Carried = len(next)
-	w.logger.Info("events arrived during the update; they open the next window", "events", len(next))
-	return w.result, workflow.NewContinueAsNewError(ctx, ScaleWindowWorkflowType,
-		ScaleWindowInput{Pool: w.in.Pool, Window: w.in.Window, Carried: next})
+	return !workflow.GetInfo(ctx).GetContinueAsNewSuggested() && len(w.events) < runMaxEvents
+}
+
+// runMaxEvents bounds the events one run remembers (for deduplication) when the server never
+// suggests continuing as new: about 40 seconds of a flood of 500 events a second.
+const runMaxEvents = 10 * ScaleWindowMaxEvents
+
+// windowSuffix tells the pool updates of a run's windows apart: the first keeps the id the
+// releases before changeRunSpansWindows gave it.
+func windowSuffix(window int) string {
+	if window == 1 {
+		return ""
+	}
+	return fmt.Sprintf("/window-%d", window)
 }
 
 // awaitFirstEvent waits for the event that opens the window. A run started without one (not
@@ -176,7 +222,7 @@ func (w *scaleWindow) collect(ctx workflow.Context) {
 	sel := workflow.NewSelector(ctx)
 	w.inbox.addTo(sel, w.add)
 	sel.AddFuture(workflow.NewTimer(timerCtx, w.window), func(workflow.Future) { closed = true })
-	for !closed && len(w.events) < ScaleWindowMaxEvents {
+	for !closed && len(w.events)-w.windowStart < ScaleWindowMaxEvents {
 		sel.Select(ctx)
 	}
 }

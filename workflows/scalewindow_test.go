@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,12 +143,9 @@ func TestScaleWindowBatchesAndDedupes(t *testing.T) {
 	}
 }
 
-// TestScaleWindowLateSignalDuringUpdate delivers events while the window's updates are in
-// flight: during the opening update they join the window's batch; during the window's own
-// update they go to the next window by continue-as-new, never dropped.
-func TestScaleWindowLateSignalDuringUpdate(t *testing.T) {
-	wt := newWindowTest(t)
-	wt.expectUpdates(2)
+// signalDuringUpdates sends events while the window's updates are in flight: one during the
+// opening update, and during the window's own update a new event and a redelivery of the first.
+func (wt *windowTest) signalDuringUpdates() {
 	updates := 0
 	wt.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		updates++
@@ -159,13 +157,75 @@ func TestScaleWindowLateSignalDuringUpdate(t *testing.T) {
 			wt.env.SignalWorkflow(SignalWorkflowJob, ev("d1", 1, JobQueued)) // a redelivery of the batch's event
 		}
 	})
+}
+
+// TestScaleWindowLateSignalDuringUpdate delivers events while the window's updates are in
+// flight: during the opening update they join the window's batch; during the window's own
+// update they open the next window in the same run, never dropped, and reach the pool in that
+// window's own update.
+func TestScaleWindowLateSignalDuringUpdate(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(3)
+	wt.signalDuringUpdates()
 	wt.signalAt(0, ev("d1", 1, JobQueued))
 	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux", Window: 5 * time.Second})
 
+	if err := wt.env.GetWorkflowError(); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	wt.env.AssertExpectations(t)
+	if got := wt.allEvents(); !equalIDs(got, []int64{1, 5, 7}) {
+		t.Errorf("batches %v, want [1], [5], then [7] (the redelivery of job 1 dropped)", got)
+	}
+	if got := jobIDs(wt.batches[2].Batch.Events); !equalIDs(got, []int64{7}) {
+		t.Errorf("the next window's batch is %v, want [7]", got)
+	}
+	if d := wt.sentAt[2].Sub(wt.sentAt[1]); d < 5*time.Second {
+		t.Errorf("the next window's update came %v after the previous one; it should collect for its window (5 s)", d)
+	}
+	ids := map[string]bool{}
+	for _, b := range wt.batches {
+		ids[b.UpdateID] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("update ids %v: each update of a run needs its own, or the server drops it as a retry", ids)
+	}
+}
+
+// TestScaleWindowContinuesAsNewWhenSuggested: once Temporal suggests a new run (the history has
+// grown), the events that arrived during the update open the next window in a new run.
+func TestScaleWindowContinuesAsNewWhenSuggested(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(2)
+	wt.env.SetContinueAsNewSuggested(true)
+	wt.signalDuringUpdates()
+	wt.signalAt(0, ev("d1", 1, JobQueued))
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux", Window: 5 * time.Second})
+	wt.checkCarriedToNextRun(t, []int64{7})
+	if got := wt.allEvents(); !equalIDs(got, []int64{1, 5}) {
+		t.Errorf("batches %v, want [1] then [5]", got)
+	}
+}
+
+// TestScaleWindowOfThePreviousReleaseContinuesAsNew: a run begun by the previous release (no
+// changeRunSpansWindows marker) keeps continuing as new after every window, as its history did.
+func TestScaleWindowOfThePreviousReleaseContinuesAsNew(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(2)
+	wt.env.OnGetVersion(changeRunSpansWindows, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	wt.signalDuringUpdates()
+	wt.signalAt(0, ev("d1", 1, JobQueued))
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux", Window: 5 * time.Second})
+	wt.checkCarriedToNextRun(t, []int64{7})
+}
+
+// checkCarriedToNextRun: the window continued as new with its pool, window length and the jobs.
+func (wt *windowTest) checkCarriedToNextRun(t *testing.T, jobs []int64) {
+	t.Helper()
 	wt.env.AssertExpectations(t)
 	var can *workflow.ContinueAsNewError
 	if err := wt.env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("window ended with %v, want continue-as-new carrying the late event", err)
+		t.Fatalf("window ended with %v, want continue-as-new carrying jobs %v", err, jobs)
 	}
 	var next ScaleWindowInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
@@ -174,12 +234,49 @@ func TestScaleWindowLateSignalDuringUpdate(t *testing.T) {
 	if next.Pool != "linux" || next.Window != 5*time.Second {
 		t.Errorf("next window %+v lost its pool or window length", next)
 	}
-	if got := jobIDs(next.Carried); !equalIDs(got, []int64{7}) {
-		t.Errorf("carried jobs %v, want [7] (the redelivery of job 1 dropped)", got)
+	if got := jobIDs(next.Carried); !equalIDs(got, jobs) {
+		t.Errorf("carried jobs %v, want %v", got, jobs)
 	}
-	if got := wt.allEvents(); !equalIDs(got, []int64{1, 5}) {
-		t.Errorf("batches %v, want [1] then [5]", got)
+}
+
+// TestScaleWindowBoundsEachWindowOfARun: the bound on a window's events counts that window's
+// events only, so the second window of a busy run collects for its whole length even when the
+// run has held more than ScaleWindowMaxEvents.
+func TestScaleWindowBoundsEachWindowOfARun(t *testing.T) {
+	wt := newWindowTest(t)
+	wt.expectUpdates(3)
+	first := ScaleWindowMaxEvents - 100
+	updates := 0
+	wt.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+		if updates++; updates == 2 { // during the first window's update: open the second
+			wt.env.SignalWorkflow(SignalWorkflowJobs, WorkflowJobsSignal{Events: queuedJobs(first+1, 200)})
+		}
+	})
+	wt.signalBatchAt(0, ev("opening", 1, JobQueued))
+	for from := 2; from <= first; from += WorkflowJobsSignalMaxEvents {
+		wt.signalBatchAt(time.Second, queuedJobs(from, min(WorkflowJobsSignalMaxEvents, first-from+1))...)
 	}
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
+
+	if err := wt.env.GetWorkflowError(); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	wt.env.AssertExpectations(t)
+	if n := len(wt.allEvents()); n != first+200 {
+		t.Errorf("the run sent %d events, want all %d", n, first+200)
+	}
+	if d := wt.sentAt[2].Sub(wt.sentAt[1]); d < DefaultScaleWindow {
+		t.Errorf("the second window's update came %v after the first's: it closed early, counting the run's events", d)
+	}
+}
+
+// queuedJobs is n queued events for jobs from, from+1, ...
+func queuedJobs(from, n int) []WorkflowJobEvent {
+	var events []WorkflowJobEvent
+	for j := from; j < from+n; j++ {
+		events = append(events, ev(fmt.Sprint("d", j), int64(j), JobQueued))
+	}
+	return events
 }
 
 // TestScaleWindowCarriedEventsOpenTheWindow runs the window that continue-as-new starts.
@@ -341,7 +438,7 @@ func TestScaleWindowTakesBatchesAndSingleEventsOncePerJob(t *testing.T) {
 	wt.signalAt(2*time.Second, ev("d1", 1, JobQueued))      // a redelivery, by the previous release's signal
 	wt.signalBatchAt(2*time.Second, ev("d3", 3, JobQueued)) // a redelivery, by a batch
 	wt.signalBatchAt(2*time.Second, ev("d6", 1, JobCompleted), ev("d7", 6, JobQueued))
-	wt.signalBatchAt(2*time.Second) // an empty batch changes nothing
+	wt.signalBatchAt(2 * time.Second) // an empty batch changes nothing
 	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
 
 	if err := wt.env.GetWorkflowError(); err != nil {
@@ -364,10 +461,12 @@ func TestScaleWindowTakesBatchesAndSingleEventsOncePerJob(t *testing.T) {
 }
 
 // TestScaleWindowCarriesABatchThatArrivesDuringItsUpdate: a batch that arrives while the
-// window's own update is in flight opens the next window, its duplicates dropped, never lost.
+// window's own update is in flight opens the next window (here in a new run, which Temporal
+// suggested), its duplicates dropped, never lost.
 func TestScaleWindowCarriesABatchThatArrivesDuringItsUpdate(t *testing.T) {
 	wt := newWindowTest(t)
 	wt.expectUpdates(1)
+	wt.env.SetContinueAsNewSuggested(true)
 	wt.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		wt.env.SignalWorkflow(SignalWorkflowJobs, WorkflowJobsSignal{Events: []WorkflowJobEvent{
 			ev("late", 7, JobQueued), ev("d1", 1, JobQueued), ev("later", 8, JobQueued),
