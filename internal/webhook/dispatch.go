@@ -17,29 +17,52 @@ import (
 
 // onWorkflowJob acts on one workflow_job event:
 //   - queued: reserve, through the routed pool's scale window;
-//   - completed: release, through the same window (and the window of the pool whose runner ran
-//     the job, if that is another pool), and tell the runner workflow its job is done;
-//   - in_progress: tell the runner workflow it is busy, and the routed pool's window which
-//     runner took the job: the pool ties the job's reservation to its own runner (even when
-//     the runner's own notice comes late or its workflow has already ended), or ends it when
-//     another pool's runner, or one runnerflow does not run, took the job;
+//   - in_progress and completed on a runner of the pool the job was routed to: tell that
+//     runner workflow, and only it. The runner tells its pool what the pool decides on — busy
+//     with the job (the pool ties the job's reservation to it), and on its next idle or final
+//     report the job it ended (the pool ends the reservation) — so the window would only hear
+//     it a second time, at one more billable signal a job;
+//   - in_progress and completed otherwise (another pool's runner, a runner runnerflow does not
+//     run, a runner whose workflow has already ended, a job completed without ever running):
+//     the routed pool's window (and, for completed, the window of the pool whose runner ran
+//     it), as well as the runner workflow if there is one: the pools tie or end the job there;
 //   - waiting and anything else: nothing (a waiting job needs no runner until approved).
 //
-// Runner notices go straight to the runner workflow rather than through the window: the
-// runner learns at once, and the window's history stays small. No GitHub API call is made.
+// No GitHub API call is made.
 func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	switch je.event.Action {
 	case workflows.JobQueued:
 		return h.toWindows(ctx, je)
 	case workflows.JobCompleted:
-		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
+		return h.jobNotice(ctx, je, workflows.SignalJobCompleted)
 	case workflows.JobInProgress:
 		if je.event.RunnerName == "" {
 			return answer{http.StatusOK, OutcomeIgnored, "job in progress names no runner"}
 		}
-		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobStarted))
+		return h.jobNotice(ctx, je, workflows.SignalJobStarted)
 	}
 	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}
+}
+
+// jobNotice delivers a job's start or end (see onWorkflowJob): to the runner alone when it is
+// a live runner of the routed pool, else to the windows and the runner.
+func (h *Handler) jobNotice(ctx context.Context, je jobEvent, signal string) answer {
+	runnerPool, _, named := je.runnerWorkflow()
+	if !named {
+		return h.toWindows(ctx, je)
+	}
+	pool, routed, err := h.cfg.Pools.Route(ctx, je.target)
+	if err != nil {
+		return temporalAnswer(err, "listing pools")
+	}
+	if routed && pool.Name == runnerPool {
+		a, delivered := h.signalRunner(ctx, je, signal)
+		if delivered || a.status >= 500 {
+			return a
+		}
+		return h.toWindows(ctx, je) // its workflow has ended: its pool hears it through the window
+	}
+	return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, signal))
 }
 
 // toWindows routes the event to its pool and hands it to that pool's scale window (see
@@ -124,9 +147,15 @@ func (h *Handler) signalWindow(ctx context.Context, pool string, events []workfl
 // toRunner forwards a job notice to the runner workflow the event names. A runner that is not
 // runnerflow's, or whose workflow has ended, is not an error: GitHub needs no retry for it.
 func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answer {
+	a, _ := h.signalRunner(ctx, je, signal)
+	return a
+}
+
+// signalRunner is toRunner, also saying whether the runner workflow got the notice.
+func (h *Handler) signalRunner(ctx context.Context, je jobEvent, signal string) (answer, bool) {
 	pool, workflowID, ok := je.runnerWorkflow()
 	if !ok {
-		return answer{http.StatusOK, OutcomeIgnored, "job names no runnerflow runner"}
+		return answer{http.StatusOK, OutcomeIgnored, "job names no runnerflow runner"}, false
 	}
 	err := h.cfg.Temporal.SignalWorkflow(ctx, workflowID, "", signal, workflows.JobSignal{
 		JobID: je.event.JobID, RunnerName: je.event.RunnerName, Conclusion: je.event.Conclusion, QueuedAt: je.queuedAt, StartedAt: je.startedAt,
@@ -135,17 +164,17 @@ func (h *Handler) toRunner(ctx context.Context, je jobEvent, signal string) answ
 	switch {
 	case errors.As(err, &notFound):
 		h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "no_workflow").Inc()
-		return answer{http.StatusOK, OutcomeIgnored, "no running workflow for runner " + je.event.RunnerName}
+		return answer{http.StatusOK, OutcomeIgnored, "no running workflow for runner " + je.event.RunnerName}, false
 	case err != nil:
 		h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "error").Inc()
-		return temporalAnswer(err, "signalling runner "+je.event.RunnerName)
+		return temporalAnswer(err, "signalling runner "+je.event.RunnerName), false
 	}
 	h.cfg.Metrics.runnerSignals.WithLabelValues(signal, "sent").Inc()
 	if signal == workflows.SignalJobStarted {
 		// Only for a runner whose workflow exists, so the pool label names a real pool.
 		h.cfg.Metrics.observeJobStart(pool, je.queuedAt, je.startedAt)
 	}
-	return answer{http.StatusAccepted, OutcomeAccepted, "runner " + je.event.RunnerName}
+	return answer{http.StatusAccepted, OutcomeAccepted, "runner " + je.event.RunnerName}, true
 }
 
 // temporalAnswer maps a Temporal failure to the answer GitHub's delivery log should show:

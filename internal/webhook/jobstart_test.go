@@ -61,3 +61,53 @@ func TestJobStartedRecordsTheJobsWait(t *testing.T) {
 		}
 	}
 }
+
+// A job that starts and ends on a live runner of the pool it was routed to reaches that runner
+// alone (it tells its pool); on a runner whose workflow has ended, or another pool's runner,
+// the routed pool's window hears it, so the pool ties or ends the job's reservation.
+func TestJobNoticesOfAPoolsOwnRunnerSkipTheWindow(t *testing.T) {
+	own, other := unique("notice-own-"), unique("notice-other-")
+	startPool(t, orgPool(own, "notice-org", "", "linux"))
+	startPool(t, orgPool(other, "notice-org", "", "gpu"))
+	live := workflows.RunnerName(own, "abcd", 1)
+	ended := workflows.RunnerName(own, "abcd", 2)
+	foreign := workflows.RunnerName(other, "abcd", 3)
+	startIdle(t, workflows.RunnerWorkflowID(own, live), workflows.RunnerWorkflowType, temporal.SearchAttributes{})
+	startIdle(t, workflows.RunnerWorkflowID(other, foreign), workflows.RunnerWorkflowType, temporal.SearchAttributes{})
+	h := newHandler(t, own, other)
+	notice := func(action string, id int, runnerName string) []byte {
+		return fmt.Appendf(nil, `{"action":%q,"workflow_job":{"id":%d,"run_id":1,"status":%q,"conclusion":"success",`+
+			`"created_at":"2026-03-01T12:00:00Z","started_at":"2026-03-01T12:00:07Z","runner_name":%q,"labels":["linux"]},`+
+			`"repository":{"full_name":"notice-org/app","owner":{"login":"notice-org","type":"Organization"}}}`,
+			action, id, action, runnerName)
+	}
+	for i, tc := range []struct {
+		action, runner string
+		window         bool
+	}{
+		{workflows.JobInProgress, live, false},
+		{workflows.JobCompleted, live, false},
+		{workflows.JobInProgress, ended, true},
+		{workflows.JobCompleted, ended, true},
+		{workflows.JobInProgress, foreign, true},
+		{workflows.JobCompleted, foreign, true},
+	} {
+		id := fmt.Sprintf("notice-%s-%d", own, i)
+		if w := serve(h, delivery("workflow_job", id, notice(tc.action, 500+i, tc.runner))); w.Code != http.StatusAccepted {
+			t.Fatalf("%s on %s: %d %s", tc.action, tc.runner, w.Code, w.Body)
+		}
+		reached := false
+		for _, ev := range windowEvents(t, own) {
+			reached = reached || ev.DeliveryID == id
+		}
+		if reached != tc.window {
+			t.Errorf("%s on %s: reached the routed pool's window = %v, want %v", tc.action, tc.runner, reached, tc.window)
+		}
+	}
+	if got := signals[workflows.JobSignal](t, workflows.RunnerWorkflowID(own, live), workflows.SignalJobCompleted); len(got) != 1 || got[0].JobID != 501 {
+		t.Errorf("the live runner got completed notices %+v, want job 501's", got)
+	}
+	if got := signals[workflows.JobSignal](t, workflows.RunnerWorkflowID(other, foreign), workflows.SignalJobStarted); len(got) != 1 {
+		t.Errorf("the other pool's runner got start notices %+v, want one", got)
+	}
+}
