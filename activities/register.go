@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -110,6 +115,16 @@ func (a *GitHubActivities) adoptRegistration(ctx context.Context, in workflows.R
 	if err != nil || id == 0 {
 		return workflows.RegisterRunnerOutput{}, false, nil
 	}
+	adopted := workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}
+	if in.Pod != nil {
+		// An earlier attempt that got as far as the pod handed it this registration: the
+		// registration is that pod's, whatever GitHub says of it now (GitHub removes an
+		// ephemeral runner once its job is done, and the pod may have run one already).
+		started, err := podOwnedBy(ctx, a.Kube, in.Namespace, in.Name, existing.UID)
+		if err != nil || started {
+			return adopted, started, err
+		}
+	}
 	_, err = a.GitHub.GetRunner(ctx, in.Scope, id)
 	switch {
 	case isGitHubStatus(err, http.StatusNotFound):
@@ -117,7 +132,19 @@ func (a *GitHubActivities) adoptRegistration(ctx context.Context, in workflows.R
 	case err != nil:
 		return workflows.RegisterRunnerOutput{}, false, classifyGitHubError(callGetRunner, err)
 	}
-	return workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}, true, nil
+	return adopted, true, nil
+}
+
+// podOwnedBy reports whether the runner's pod exists and is owned by the Secret with that UID.
+func podOwnedBy(ctx context.Context, client kubernetes.Interface, namespace, name string, secretUID types.UID) (bool, error) {
+	pod, err := client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, classifyKubernetesError("get pod "+namespace+"/"+name, err)
+	}
+	return slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == secretUID }), nil
 }
 
 func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {

@@ -315,3 +315,28 @@ func TestRegisterRunnerTokenModeCreatesThePodWithTheRunnerURL(t *testing.T) {
 		t.Errorf("pod's runner URL %q, registration's %q", url, out.RunnerURL)
 	}
 }
+
+// A retry after the pod was created adopts the registration even when GitHub no longer lists
+// the runner (an ephemeral runner is removed once it ran its job): minting again would leave a
+// registration nothing uses.
+func TestRegisterRunnerRetryAfterThePodRanAdoptsWithoutMinting(t *testing.T) {
+	e := newEnv(t)
+	in := e.registration("pool-a-ab12-6")
+	pod := e.podInput(in.Name)
+	pod.SecretName, pod.SecretUID = "", ""
+	in.Pod = &pod
+	out, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.gha.RemoveRunner(e.ctx, workflows.RunnerRef{Scope: in.Scope, RunnerID: out.RunnerID, Name: in.Name}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil || !again.Adopted || again.RunnerID != out.RunnerID || again.Pod == nil || again.Pod.UID != out.Pod.UID {
+		t.Fatalf("retry = %+v, %v; want the first registration and its pod adopted", again, err)
+	}
+	if n := e.gh.CallCount(jitRoute); n != 1 {
+		t.Errorf("generate-jitconfig called %d times, want 1", n)
+	}
+}

@@ -156,7 +156,8 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 //     upsert of their own), and a listing signals a runner only what its own reports have not
 //     told the pool already (not "busy" to a runner that reported busy, not "idle" to one that
 //     reported idle), and the pool keeps its wake-up timer across iterations unless an earlier
-//     wake comes.
+//     wake comes; warm work waits WarmRefillSettle after the pool last started runners (a
+//     burst's webhooks arrive over several scale windows).
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.

@@ -35,9 +35,13 @@ func (p *pool) tendWarm(now time.Time) {
 	if workflow.GetVersion(p.ctx, changeWarmRegistrations, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
+	notBefore := p.st.WarmNotBefore
+	if p.lean {
+		notBefore = warmNotBefore(p.st.WarmNotBefore, p.st.LastScaleOut)
+	}
 	plan := PlanWarm(WarmInput{
 		Now: now, Want: p.warmWant(now), Hash: p.st.Spec.RegistrationHash(), Warm: p.st.Warm,
-		InFlight: p.warmBusy, Quiet: p.quiet(), NotBefore: p.st.WarmNotBefore,
+		InFlight: p.warmBusy, Quiet: p.quiet(), NotBefore: notBefore,
 	})
 	p.warmWake = plan.WakeAt
 	for _, r := range plan.Retire {
@@ -70,6 +74,16 @@ func (p *pool) quiet() bool {
 		}
 	}
 	return p.plan.Desired <= staying
+}
+
+// warmNotBefore is when warm work may go on: after the back-off of a failed call, and
+// WarmRefillSettle after the pool last started runners (a burst's webhooks reach the pool over
+// several scale windows; a pool quiet between two of them has not seen the whole burst).
+func warmNotBefore(failedBackoff, lastScaleOut time.Time) time.Time {
+	if settled := lastScaleOut.Add(WarmRefillSettle); !lastScaleOut.IsZero() && settled.After(failedBackoff) {
+		return settled
+	}
+	return failedBackoff
 }
 
 // takeWarm hands the oldest ready warm registration to a starting runner (ephemeral pools only).

@@ -362,3 +362,25 @@ func TestRegistrationHash(t *testing.T) {
 		}
 	}
 }
+
+// A burst's webhooks reach the pool over several scale windows: a pool whose runners for the
+// first window are all up looks quiet, but refilling then would put GitHub calls on the hot
+// path of the next window's runners. Warm work waits WarmRefillSettle after the last start,
+// and after a failed call's back-off, whichever is later.
+func TestWarmNotBefore(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name                  string
+		backoff, lastScaleOut time.Time
+		want                  time.Time
+	}{
+		{"never scaled out, no back-off", time.Time{}, time.Time{}, time.Time{}},
+		{"scaled out just now", time.Time{}, t0, t0.Add(WarmRefillSettle)},
+		{"a longer back-off wins", t0.Add(time.Minute), t0, t0.Add(time.Minute)},
+		{"a later scale-out wins", t0, t0.Add(time.Second), t0.Add(time.Second + WarmRefillSettle)},
+	} {
+		if got := warmNotBefore(tc.backoff, tc.lastScaleOut); !got.Equal(tc.want) {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -38,8 +38,10 @@ import (
 //     execution status); it reports to its pool only idle, busy (with its job) and its end, plus
 //     draining when force-removed (the pool decides on nothing else); it keeps one deadline
 //     timer unless a deadline comes earlier; its pod is owned by its Secret (created with the
-//     owner reference, no patch) and a runner whose work is over deletes only the Secret — the
-//     cluster's garbage collector takes the pod.
+//     owner reference, no patch, by the registration activity itself) and a runner whose work
+//     is over deletes only the Secret — the cluster's garbage collector takes the pod; an
+//     ephemeral runner ends on its job's completed notice or its pod's exit, whichever comes
+//     first (before, it waited for the pod's exit after the notice).
 //
 // Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
 // forceRemove only once one arrived, and no history written before it has one; without it the
@@ -126,6 +128,7 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 // (unregister, delete) or, if the runner never came online, tear down and try again.
 func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 	r.lean = workflow.GetVersion(ctx, changeLeanLifecycle, workflow.DefaultVersion, 1) >= 1
+	r.limits.endWithJob = r.lean && r.limits.ephemeral
 	if r.lean {
 		r.upserted = startedState(ctx)
 	}

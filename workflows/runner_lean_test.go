@@ -38,10 +38,10 @@ func TestRunnerStartedWithSearchAttributesWritesOnlyLiveStates(t *testing.T) {
 	if want := []string{string(RunnerBusy)}; !slices.Equal(h.saState, want) {
 		t.Errorf("RunnerState writes = %v, want %v", h.saState, want)
 	}
-	// The registration deadline's timer is kept when the pod-check deadline moves later; the
-	// job's end brings an earlier deadline (the pod's exit grace), the one other timer.
-	if timers != 2 {
-		t.Errorf("%d timers started, want 2", timers)
+	// One timer: the registration deadline's, kept while later deadlines come and go; the
+	// job's end ends the runner at once (no wait for its pod's exit).
+	if timers != 1 {
+		t.Errorf("%d timers started, want 1", timers)
 	}
 	if got := h.reportedStates(); !slices.Equal(got, []RunnerState{RunnerBusy, RunnerDone}) {
 		t.Errorf("reported states = %v, want busy, done", got)

@@ -14,6 +14,9 @@ import (
 type watchLimits struct {
 	registrationTimeout time.Duration
 	ephemeral           bool
+	// endWithJob: an ephemeral runner ends on its job's completed notice, without waiting for
+	// its pod to exit (changeLeanLifecycle).
+	endWithJob bool
 }
 
 // action is what the runner's loop does next.
@@ -193,6 +196,10 @@ func (o *RunnerObservations) ended(lim watchLimits) (ending, bool) {
 		return ending{reason: "pod is being deleted"}, true
 	case o.Gone:
 		return ending{reason: "runner no longer registered at GitHub", githubDone: true}, true
+	case lim.endWithJob && !o.JobDoneAt.IsZero() && !o.Busy:
+		// GitHub removes an ephemeral runner after its job; the pod is exiting by itself and
+		// goes with the Secret.
+		return ending{reason: "job completed", githubDone: true}, true
 	case o.Drain != nil && !o.Busy:
 		return ending{reason: withDetail("drained", o.Drain.Reason)}, true
 	}

@@ -33,7 +33,9 @@ func TestRunnerEphemeralHappyPath(t *testing.T) {
 	h.at(5*time.Second, SignalPodStatus, podSig("uid-1", PodSucceeded, ""))
 	res := h.mustRun(runnerTestInput(true))
 
-	want := RunnerResult{Name: runnerTestName, FinalState: RunnerDone, RunnerID: 7, JobsRun: 1, Reason: "pod succeeded"}
+	// An ephemeral runner's work is over with its job: it ends on the completed notice
+	// (GitHub removes the runner; its exiting pod goes with the Secret).
+	want := RunnerResult{Name: runnerTestName, FinalState: RunnerDone, RunnerID: 7, JobsRun: 1, Reason: "job completed"}
 	if res != want {
 		t.Errorf("result = %+v, want %+v", res, want)
 	}
