@@ -296,6 +296,11 @@ const (
 	// at once, so a burst that begins meanwhile finds at most that many of them ahead of its own
 	// registrations on the paced GitHub queue.
 	WarmRegistrationBatch = 2
+	// WarmRefillSettle: warm work waits this long after the pool last started runners. A burst's
+	// webhooks reach the pool over a few scale windows (3 s each); a pool that looks quiet
+	// between two of them has not seen the whole burst, and a refill then would put GitHub calls
+	// on the burst's hot path.
+	WarmRefillSettle = 10 * time.Second
 	// WarmRetryDelay doubles per warm-registration call that failed in a row, up to
 	// WarmRetryDelayMax, so a refused credential or a spent budget is not called in a loop.
 	WarmRetryDelay    = 30 * time.Second
