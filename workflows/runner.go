@@ -260,8 +260,11 @@ func (r *runner) finish(ctx workflow.Context, end ending) (RunnerResult, error) 
 	if err := r.cleanup(ctx, end); err != nil {
 		return r.fail(ctx, err)
 	}
+	// What arrived during the cleanup goes into the final report: a drained runner may have
+	// run a job meanwhile (its pod was starting when the drain came), and its pool ends that
+	// job's reservation only if the report names it. Nothing left to act on.
+	r.drainSignals()
 	r.setState(ctx, RunnerDone, end.reason)
-	r.drainSignals() // news of the pod we just deleted: nothing left to act on
 	return r.result(), nil
 }
 

@@ -122,3 +122,21 @@ func TestRunnerRemovesTheRegistrationWhosePodFailed(t *testing.T) {
 		t.Errorf("activity calls = %v, want %v", got, want)
 	}
 }
+
+// A runner drained while its pod was starting may run a job during its cleanup (GitHub refuses
+// the removal while it is busy): the final report names that job, so its pool ends the job's
+// reservation instead of keeping capacity for a job already run.
+func TestRunnerFinalReportNamesTheJobItRanDuringCleanup(t *testing.T) {
+	h := newRunnerHarness(t).withPool()
+	h.ownedRegistered(7, "uid-1")
+	h.env.OnActivity(ActivityRemoveRunner, mock.Anything, mock.Anything).After(30*time.Second).Return(RemoveRunnerOutput{}, nil).Once()
+	h.env.OnActivity(ActivityDeleteRunnerSecret, mock.Anything, mock.Anything).Return(Nothing{}, nil).Once()
+	h.at(1*time.Second, SignalDrain, DrainRequest{Reason: "scale down"})
+	h.at(5*time.Second, SignalJobStarted, jobSig(700))
+	h.at(20*time.Second, SignalJobCompleted, jobSig(700))
+	h.mustRun(runnerTestInput(true))
+	last := h.reports[len(h.reports)-1]
+	if last.State != RunnerDone || last.EndedJob != 700 {
+		t.Errorf("final report %+v, want done naming job 700", last)
+	}
+}
