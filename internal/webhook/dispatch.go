@@ -17,15 +17,18 @@ import (
 
 // onWorkflowJob acts on one workflow_job event:
 //   - queued: reserve, through the routed pool's scale window;
-//   - in_progress and completed on a runner of the pool the job was routed to: tell that
-//     runner workflow, and only it. The runner tells its pool what the pool decides on — busy
-//     with the job (the pool ties the job's reservation to it), and on its next idle or final
-//     report the job it ended (the pool ends the reservation) — so the window would only hear
-//     it a second time, at one more billable signal a job;
-//   - in_progress and completed otherwise (another pool's runner, a runner runnerflow does not
-//     run, a runner whose workflow has already ended, a job completed without ever running):
-//     the routed pool's window (and, for completed, the window of the pool whose runner ran
-//     it), as well as the runner workflow if there is one: the pools tie or end the job there;
+//   - in_progress on a live runner of the pool the job was routed to: tell that runner
+//     workflow, and only it. The runner tells its pool it is busy with the job (the pool ties
+//     the job's reservation to it), so the window would only hear it a second time, at one more
+//     billable signal a job;
+//   - in_progress otherwise (another pool's runner, a runner runnerflow does not run, a runner
+//     whose workflow has already ended): the routed pool's window, which ties the job to its
+//     runner or ends the reservation, and the runner workflow if there is one;
+//   - completed: release, through the routed pool's window (and the window of the pool whose
+//     runner ran the job, if that is another pool), and tell the runner workflow its job is
+//     done. The window hears every completed event: a runner that is ending when its notice
+//     arrives accepts the signal and never reads it, and the window is what still ends the
+//     job's reservation then;
 //   - waiting and anything else: nothing (a waiting job needs no runner until approved).
 //
 // No GitHub API call is made.
@@ -34,7 +37,7 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	case workflows.JobQueued:
 		return h.toWindows(ctx, je)
 	case workflows.JobCompleted:
-		return h.jobNotice(ctx, je, workflows.SignalJobCompleted)
+		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
 	case workflows.JobInProgress:
 		if je.event.RunnerName == "" {
 			return answer{http.StatusOK, OutcomeIgnored, "job in progress names no runner"}
@@ -44,8 +47,8 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	return answer{http.StatusOK, OutcomeIgnored, "action " + je.event.Action + " does not change reservations"}
 }
 
-// jobNotice delivers a job's start or end (see onWorkflowJob): to the runner alone when it is
-// a live runner of the routed pool, else to the windows and the runner.
+// jobNotice delivers a job's start (see onWorkflowJob): to the runner alone when it is a live
+// runner of the routed pool, else to the windows and the runner.
 func (h *Handler) jobNotice(ctx context.Context, je jobEvent, signal string) answer {
 	runnerPool, _, named := je.runnerWorkflow()
 	if !named {

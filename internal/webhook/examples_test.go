@@ -137,10 +137,11 @@ func TestDocumentedPayloads(t *testing.T) {
 		"queued/waiting/null/null/lineville/elastic-machines-testing":                   {status: http.StatusAccepted, window: lineville},
 		"waiting/waiting/null/null/lineville/elastic-machines-testing":                  {status: http.StatusOK},
 		"completed/completed/skipped/null/Codertocat/Hello-World":                       {status: http.StatusAccepted, window: codertocat},
-		// A job that starts and ends on a live runner of the pool it was routed to is that
-		// runner's news alone: the runner tells its pool, the window does not hear it twice.
+		// A job that starts on a live runner of the pool it was routed to is that runner's news
+		// alone: the runner tells its pool, the window does not hear it twice. Its end goes to
+		// the window too (a runner ending at that moment never reads the notice).
 		"in_progress/in_progress/null/" + runner + "/octo-org/example-workflow": {status: http.StatusAccepted, runnerSignal: workflows.SignalJobStarted},
-		"completed/completed/success/" + runner + "/octo-org/example-workflow":  {status: http.StatusAccepted, runnerSignal: workflows.SignalJobCompleted},
+		"completed/completed/success/" + runner + "/octo-org/example-workflow":  {status: http.StatusAccepted, window: octo, runnerSignal: workflows.SignalJobCompleted},
 		"completed/completed/cancelled/null/lineville/elastic-machines-testing": {status: http.StatusAccepted, window: lineville},
 		"queued/queued/null/null/wolfy1339/github-events-schemas":               {status: http.StatusOK}, // user repository, no pool of its own
 	}

@@ -62,10 +62,11 @@ func TestJobStartedRecordsTheJobsWait(t *testing.T) {
 	}
 }
 
-// A job that starts and ends on a live runner of the pool it was routed to reaches that runner
-// alone (it tells its pool); on a runner whose workflow has ended, or another pool's runner,
-// the routed pool's window hears it, so the pool ties or ends the job's reservation.
-func TestJobNoticesOfAPoolsOwnRunnerSkipTheWindow(t *testing.T) {
+// A job that starts on a live runner of the pool it was routed to reaches that runner alone (it
+// tells its pool); on a runner whose workflow has ended, or another pool's runner, the routed
+// pool's window hears it, so the pool ties or ends the job's reservation. Every job's end
+// reaches the window.
+func TestJobStartOfAPoolsOwnRunnerSkipsTheWindow(t *testing.T) {
 	own, other := unique("notice-own-"), unique("notice-other-")
 	startPool(t, orgPool(own, "notice-org", "", "linux"))
 	startPool(t, orgPool(other, "notice-org", "", "gpu"))
@@ -86,7 +87,7 @@ func TestJobNoticesOfAPoolsOwnRunnerSkipTheWindow(t *testing.T) {
 		window         bool
 	}{
 		{workflows.JobInProgress, live, false},
-		{workflows.JobCompleted, live, false},
+		{workflows.JobCompleted, live, true},
 		{workflows.JobInProgress, ended, true},
 		{workflows.JobCompleted, ended, true},
 		{workflows.JobInProgress, foreign, true},
