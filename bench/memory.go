@@ -65,13 +65,34 @@ func (e *env) memory(ctx context.Context) (MemoryResult, error) {
 		res.Points = append(res.Points, p)
 		e.say("memory: %d of %d runners idle, %d runner workflows alive, after %.0fs; RSS %d KiB, %.1f KiB per runner workflow",
 			p.Idle, k, p.Alive, p.SetupSeconds, p.RSSKiB, p.KiBPerRunner)
+		// After the RSS readings: the profile's collection changes what the next reading sees.
+		if b, err := e.profile(ctx, w, k); err != nil {
+			e.say("memory: no profile of the worker with %d idle runners: %v", k, err)
+		} else {
+			b.say(e)
+		}
 		if !p.Complete {
 			e.say("memory: %d idle runners not reached within --phase-timeout %s; larger steps skipped", k, e.opts.PhaseTimeout)
-			break
+			return res, nil
 		}
+	}
+	// Last, because drained runners leave: what waking an idle runner costs at the largest K.
+	if err := e.wakeUps(ctx, w, idlePoolNames(res.Points[len(res.Points)-1].Runners)); err != nil {
+		e.say("wake-up: not measured: %v", err)
 	}
 	return res, nil
 }
+
+// idlePoolNames are the names scaleIdlePools gives the pools holding k runners.
+func idlePoolNames(k int) []string {
+	var names []string
+	for i := 0; i*workflows.MaxPoolReplicas < k; i++ {
+		names = append(names, idlePoolName(i))
+	}
+	return names
+}
+
+func idlePoolName(i int) string { return fmt.Sprintf("idle-%d", i+1) }
 
 // idlePoint brings the idle runners up to k and reads the worker's RSS. If k are not idle
 // within the phase timeout, it measures what is alive then and says the point is incomplete.
@@ -107,7 +128,7 @@ func (e *env) scaleIdlePools(ctx context.Context, ns string, k int, w *workerPro
 	var names []string
 	for i, want := 0, 0; want < k; i++ {
 		n := min(k-want, workflows.MaxPoolReplicas)
-		name := fmt.Sprintf("idle-%d", i+1)
+		name := idlePoolName(i)
 		names, want = append(names, name), want+n
 		if err := e.apply(ctx, poolSpec(name, idleOrg, ns, n, n)); err != nil {
 			return names, err
@@ -162,6 +183,8 @@ type workerProcess struct {
 	cmd     *exec.Cmd
 	logPath string
 	done    chan struct{}
+	// addrs are its metrics and profile listeners.
+	addrs workerAddrs
 }
 
 // startWorkerProcess builds the worker binary (unless one was given) and starts it against
@@ -175,7 +198,9 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 			return nil, fmt.Errorf("build the worker: %v\n%s", err, out)
 		}
 	}
-	w := &workerProcess{logPath: filepath.Join(e.world.Dir(), "bench-worker.log"), done: make(chan struct{})}
+	// Beside the benchmark's log, not in the world's directory, so it outlives the run.
+	logPath := strings.TrimSuffix(e.logFile.Name(), filepath.Ext(e.logFile.Name())) + "-worker.log"
+	w := &workerProcess{logPath: logPath, done: make(chan struct{})}
 	logFile, err := os.Create(w.logPath)
 	if err != nil {
 		return nil, err
@@ -185,8 +210,9 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
 		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
 		"--github-url", e.world.GitHub.URL(), "--github-points-per-minute", strconv.Itoa(e.opts.GitHubPointsPerMinute),
-		// Metrics stay on, as in production, on a free port so a second run or the demo never clashes.
-		"--metrics-listen", "127.0.0.1:0",
+		// Metrics stay on, as in production, on a free port so a second run or the demo never
+		// clashes; the profiles too, for the breakdown of each step (the worker logs both ports).
+		"--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0",
 	}
 	if q := e.opts.MemoryKubeQPS; q > 0 {
 		args = append(args, "--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2*q)))
@@ -207,9 +233,14 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 		if err != nil {
 			return false, err
 		}
-		return slices.ContainsFunc(resp.GetPollers(), func(p *taskqueuepb.PollerInfo) bool {
+		if !slices.ContainsFunc(resp.GetPollers(), func(p *taskqueuepb.PollerInfo) bool {
 			return strings.HasSuffix(p.GetIdentity(), identity)
-		}), nil
+		}) {
+			return false, nil
+		}
+		var found bool
+		w.addrs, found, err = readWorkerAddrs(w.logPath)
+		return found, err
 	})
 	if err != nil {
 		w.stop()

@@ -29,6 +29,8 @@ type options struct {
 	appKeyFile      string
 	pointsPerMinute int
 	metricsListen   string
+	pprofListen     string
+	stickyCacheSize int
 	deploymentName  string
 	buildID         string
 	stopTimeout     time.Duration
@@ -49,6 +51,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.appKeyFile, "github-app-key-file", "", "GitHub App private key, PEM file")
 	fs.IntVar(&o.pointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the credential (points a minute; a write costs 5): the pace of GitHub calls across all worker replicas; the hourly budget is read from GitHub's answers")
 	fs.StringVar(&o.metricsListen, "metrics-listen", ":9090", "address serving /metrics, /healthz and /readyz; empty turns it off")
+	fs.StringVar(&o.pprofListen, "pprof-listen", "", "address serving Go's runtime profiles (/debug/pprof/: heap, goroutine, CPU) for diagnosing memory and CPU; empty, the default, serves none (keep it off the network: a heap profile shows what the process holds)")
+	fs.IntVar(&o.stickyCacheSize, "sticky-workflow-cache-size", workflows.StickyWorkflowCacheSize, "workflows kept in memory between their tasks (Temporal's sticky cache; the least recently used go first and are replayed from history when next needed): memory against replay CPU, see docs/benchmarks.md, figure 5")
 	fs.StringVar(&o.buildID, "build-id", os.Getenv("RUNNERFLOW_BUILD_ID"), "opts into Temporal Worker Versioning as this build of --deployment-name (runners stay on the build that started them, pools move to the current one; see docs/operations.md, Upgrades); empty: unversioned ($RUNNERFLOW_BUILD_ID)")
 	fs.StringVar(&o.deploymentName, "deployment-name", workerapp.DefaultDeploymentName, "Temporal Worker Deployment the --build-id belongs to")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
@@ -65,6 +69,10 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if o.kubeQPS < 0 || o.kubeBurst < 0 {
 		return workerapp.Config{}, fmt.Errorf("--kube-qps and --kube-burst must not be negative, got %v and %d", o.kubeQPS, o.kubeBurst)
 	}
+	if o.stickyCacheSize < 2 {
+		// The SDK's cache holds one workflow fewer than its size, so 1 would cache none.
+		return workerapp.Config{}, fmt.Errorf("--sticky-workflow-cache-size must be at least 2, got %d", o.stickyCacheSize)
+	}
 	if o.pointsPerMinute <= 0 {
 		return workerapp.Config{}, fmt.Errorf("--github-points-per-minute must be positive, got %d", o.pointsPerMinute)
 	}
@@ -79,11 +87,13 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 		TemporalAddress: temporal.HostPort, Namespace: temporal.Namespace, TemporalOptions: temporal,
 		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
-		GitHubPointsPerMinute: o.pointsPerMinute,
-		MetricsListen:         o.metricsListen,
-		Deployment:            worker.WorkerDeploymentVersion{DeploymentName: o.deploymentName, BuildID: o.buildID},
-		StopTimeout:           o.stopTimeout,
-		Logger:                slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		GitHubPointsPerMinute:   o.pointsPerMinute,
+		MetricsListen:           o.metricsListen,
+		PprofListen:             o.pprofListen,
+		StickyWorkflowCacheSize: o.stickyCacheSize,
+		Deployment:              worker.WorkerDeploymentVersion{DeploymentName: o.deploymentName, BuildID: o.buildID},
+		StopTimeout:             o.stopTimeout,
+		Logger:                  slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	cfg.GitHub.BaseURL = o.githubURL
 	if o.appID != 0 || o.installationID != 0 || o.appKeyFile != "" {

@@ -127,3 +127,19 @@ func TestBuildIDOptsIntoWorkerVersioning(t *testing.T) {
 		t.Error("a deployment name with a dot was accepted")
 	}
 }
+
+// Profiles are off unless asked for; the sticky cache is the policy's bound unless told.
+func TestProfileAndStickyCacheFlags(t *testing.T) {
+	cfg, err := parse(t).config(env(nil))
+	if err != nil || cfg.PprofListen != "" || cfg.StickyWorkflowCacheSize != workflows.StickyWorkflowCacheSize {
+		t.Errorf("defaults: pprof %q, sticky cache %d, %v; want none and %d", cfg.PprofListen, cfg.StickyWorkflowCacheSize, err, workflows.StickyWorkflowCacheSize)
+	}
+	cfg, err = parse(t, "--pprof-listen=127.0.0.1:6060", "--sticky-workflow-cache-size=250").config(env(nil))
+	if err != nil || cfg.PprofListen != "127.0.0.1:6060" || cfg.StickyWorkflowCacheSize != 250 {
+		t.Errorf("pprof %q, sticky cache %d, %v", cfg.PprofListen, cfg.StickyWorkflowCacheSize, err)
+	}
+	// The SDK's cache holds one workflow fewer than its size: 1 would cache nothing.
+	if _, err := parse(t, "--sticky-workflow-cache-size=1").config(env(nil)); err == nil || !strings.Contains(err.Error(), "--sticky-workflow-cache-size") {
+		t.Errorf("--sticky-workflow-cache-size=1: %v, want it refused", err)
+	}
+}

@@ -335,3 +335,19 @@ var PoolListingPolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }
+
+// ---- Worker memory: the sticky workflow cache ----
+
+// StickyWorkflowCacheSize bounds the workflows a worker process keeps in memory between their
+// workflow tasks (the Temporal SDK's sticky cache, 10 000 by default, which kept every idle
+// runner). A cached runner workflow holds about 40 KiB of live memory (its state and a
+// coroutine stack of about 20 KiB) for as long as it sits idle, hours at a time, and the
+// garbage collector's headroom adds to the heap part; an evicted one costs nothing until it
+// is told something, and then a fetch and replay of its history (1–2 ms of CPU for a history
+// of under a hundred events, about 40 ms near RunnerHistoryLimit, where the runner continues
+// as new). The least recently used go first, so pools, scale windows and the runners of a
+// burst stay cached and the runners idle longest are replayed. 1000 holds a pool's largest
+// burst (MaxPoolReplicas). With it, 5000 idle runners cost the worker about 41 KiB each
+// instead of about 100 (docs/benchmarks.md, figure 5, with the wake-up cost); the worker's
+// --sticky-workflow-cache-size overrides it.
+const StickyWorkflowCacheSize = 1000

@@ -3,7 +3,10 @@ package workerapp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"go.temporal.io/sdk/client"
@@ -18,6 +21,8 @@ type observability struct {
 	activities *activities.Metrics
 	ownHandler io.Closer
 	server     *metrics.Server
+	// pprof serves the runtime profiles when Config.PprofListen asks for them.
+	pprof *metrics.Server
 	// started is true while the workers run: /readyz says no before and after.
 	started atomic.Bool
 }
@@ -51,10 +56,54 @@ func (o *observability) listen(cfg Config, ready func(context.Context) error) er
 	return nil
 }
 
+// listenPprof binds the profile listener when one is configured; like listen, a busy port
+// fails New rather than Run.
+func (o *observability) listenPprof(cfg Config) error {
+	if cfg.PprofListen == "" {
+		return nil
+	}
+	srv, err := metrics.Listen(cfg.PprofListen, pprofHandler(), cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("pprof: %w", err)
+	}
+	o.pprof = srv
+	return nil
+}
+
+// pprofHandler serves net/http/pprof's pages on a mux of its own: importing the package
+// registers them on http.DefaultServeMux too, which nothing here serves.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index) // heap, goroutine, allocs, … by name
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// namedServer is a listener Run serves, with the name its errors carry.
+type namedServer struct {
+	name   string
+	server *metrics.Server
+}
+
+// listeners are the HTTP listeners that New bound.
+func (o *observability) listeners() []namedServer {
+	var out []namedServer
+	if o.server != nil {
+		out = append(out, namedServer{"metrics", o.server})
+	}
+	if o.pprof != nil {
+		out = append(out, namedServer{"pprof", o.pprof})
+	}
+	return out
+}
+
 func (o *observability) close() {
 	o.started.Store(false)
-	if o.server != nil {
-		_ = o.server.Close()
+	for _, l := range o.listeners() {
+		_ = l.server.Close()
 	}
 	if o.ownHandler != nil {
 		_ = o.ownHandler.Close()
@@ -68,6 +117,15 @@ func (a *App) MetricsAddr() string {
 		return ""
 	}
 	return a.obs.server.Addr()
+}
+
+// PprofAddr is the address the runtime profiles are served on, empty without
+// Config.PprofListen.
+func (a *App) PprofAddr() string {
+	if a.obs.pprof == nil {
+		return ""
+	}
+	return a.obs.pprof.Addr()
 }
 
 // Ready reports whether the App is doing its work: its workers are polling and Temporal

@@ -73,11 +73,22 @@ type Config struct {
 	// MetricsListen, when set, is the address Run serves /metrics, /healthz and /readyz on
 	// (":0" picks a free port; MetricsAddr tells which).
 	MetricsListen string
+	// PprofListen, when set, is the address Run serves Go's runtime profiles on
+	// (net/http/pprof's /debug/pprof/; ":0" picks a free port; PprofAddr tells which). Empty,
+	// the default, serves none: a heap profile lays out what the process holds and a CPU
+	// profile slows it while it runs, so only an operator (or the benchmark) asking gets them.
+	PprofListen string
 
 	// Deployment, when its BuildID is set, opts the workers into Temporal's Worker Versioning as
 	// this Worker Deployment Version: runner workflows are pinned to the version that started
 	// them, pools and scale windows move to the deployment's current version. Empty: unversioned.
 	Deployment worker.WorkerDeploymentVersion
+
+	// StickyWorkflowCacheSize bounds the workflows kept in memory between their tasks (the
+	// SDK's sticky cache); zero means the policy's workflows.StickyWorkflowCacheSize. The SDK
+	// keeps one cache per process, shared by all its workers and sized when the first of them
+	// is created, so Apps that run at the same time in one process share the first one's size.
+	StickyWorkflowCacheSize int
 
 	// Identity names this worker in Temporal; empty means host and pid.
 	Identity string
@@ -144,6 +155,9 @@ func New(cfg Config) (_ *App, err error) {
 	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
 		return nil, err
 	}
+	if err := a.obs.listenPprof(a.cfg); err != nil {
+		return nil, err
+	}
 	a.buildWorkers()
 	return a, nil
 }
@@ -157,6 +171,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.StickyWorkflowCacheSize == 0 {
+		cfg.StickyWorkflowCacheSize = workflows.StickyWorkflowCacheSize
 	}
 	if cfg.Deployment.BuildID != "" && cfg.Deployment.DeploymentName == "" {
 		cfg.Deployment.DeploymentName = DefaultDeploymentName
@@ -217,6 +234,8 @@ func (a *App) dial() error {
 // activities; GitHubTaskQueue runs only the GitHub activities, under a task-queue rate limit that
 // the Temporal server enforces across all worker replicas (the GitHub budget, declared once).
 func (a *App) buildWorkers() {
+	// Before the first worker.New, which creates the process's cache with the size set now.
+	worker.SetStickyWorkflowCacheSize(a.cfg.StickyWorkflowCacheSize)
 	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
 	})
@@ -289,20 +308,22 @@ func (a *App) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	// One slot per goroutine that may fail, so none blocks on its send after Run stopped reading.
+	errc := make(chan error, 1+len(a.obs.listeners()))
 	wg.Go(func() { errc <- a.watcher.Run(ctx) })
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
-	if a.obs.server != nil {
+	for _, l := range a.obs.listeners() {
 		wg.Go(func() {
-			if err := a.obs.server.Serve(serveCtx); err != nil {
-				errc <- fmt.Errorf("metrics server: %w", err)
+			if err := l.server.Serve(serveCtx); err != nil {
+				errc <- fmt.Errorf("%s server: %w", l.name, err)
 			}
 		})
 	}
 	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
 		"deploymentName", a.cfg.Deployment.DeploymentName, "buildID", a.cfg.Deployment.BuildID,
-		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute))
+		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
+		"metricsAddr", a.MetricsAddr(), "pprofAddr", a.PprofAddr())
 	var err error
 	select {
 	case <-ctx.Done():
