@@ -269,3 +269,36 @@ func readYAML(t *testing.T, path string, into any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestComposeGivesTheGitHubQueueOnePartition holds the Compose server's dynamic config to
+// GitHubTaskQueuePartitions for the GitHub queue: with the server's default of four partitions
+// each dispatches a quarter of the pace and a burst waits for the fullest one.
+func TestComposeGivesTheGitHubQueueOnePartition(t *testing.T) {
+	data, err := os.ReadFile("compose/temporal-dynamicconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type constrained struct {
+		Value       any               `json:"value"`
+		Constraints map[string]string `json:"constraints"`
+	}
+	var dc map[string][]constrained
+	if err := yaml.Unmarshal(data, &dc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"} {
+		found := false
+		for _, v := range dc[key] {
+			if v.Constraints["taskQueueName"] != workflows.GitHubTaskQueue {
+				continue
+			}
+			found = true
+			if n, ok := v.Value.(float64); !ok || int(n) != workflows.GitHubTaskQueuePartitions {
+				t.Errorf("%s for %s = %v, want %d", key, workflows.GitHubTaskQueue, v.Value, workflows.GitHubTaskQueuePartitions)
+			}
+		}
+		if !found {
+			t.Errorf("%s has no value constrained to taskQueueName %s", key, workflows.GitHubTaskQueue)
+		}
+	}
+}

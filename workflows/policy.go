@@ -94,6 +94,16 @@ func GitHubActivitiesPerSecond(pointsPerMinute int) float64 {
 	return float64(pointsPerMinute) / 60 / GitHubWritePoints * GitHubPaceShare
 }
 
+// GitHubTaskQueuePartitions is how many partitions the Temporal server should give
+// GitHubTaskQueue (dynamic config matching.numTaskqueueReadPartitions and
+// matching.numTaskqueueWritePartitions for that queue; docs/operations.md). The server divides
+// a queue's rate limit evenly among its partitions and writes each task to one of them at
+// random, so with its default of four each partition dispatches a quarter of the pace and a
+// burst waits for the fullest one: a 200-registration burst measured 1.48 × GitHub's pace with
+// four partitions. One partition dispatches the whole pace in order; the GitHub queue carries a
+// few calls a second, far below what one partition serves.
+const GitHubTaskQueuePartitions = 1
+
 // ---- Kubernetes API client ----
 
 const (
