@@ -32,6 +32,7 @@ func (a *KubernetesActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.GetRunnerPod, activity.RegisterOptions{Name: workflows.ActivityGetRunnerPod})
 	r.RegisterActivityWithOptions(a.DeleteRunnerPod, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerPod})
 	r.RegisterActivityWithOptions(a.DeleteRunnerSecret, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerSecret})
+	r.RegisterActivityWithOptions(a.ListRunnerObjects, activity.RegisterOptions{Name: workflows.ActivityListRunnerObjects})
 }
 
 // CreateRunnerPod creates the runner's pod, or adopts the one a previous attempt of this

@@ -97,7 +97,7 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 	}
 	want := map[string][]string{
 		"/pods":                   {"create", "delete", "get", "list", "watch"},
-		"/secrets":                {"create", "delete", "get", "patch", "update"},
+		"/secrets":                {"create", "delete", "get", "list", "patch", "update"},
 		"/persistentvolumeclaims": {"create", "get"},
 	}
 	for key, verbs := range got {

@@ -243,6 +243,7 @@ func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out a
 	ref := workflows.PodRef{Namespace: ns, Name: name, UID: created.UID}
 	run(workflows.ActivitySetSecretOwner, workflows.SetSecretOwnerInput{Namespace: ns, SecretName: name, PodName: name, PodUID: created.UID}, nil)
 	run(workflows.ActivityGetRunnerPod, ref, nil)
+	run(workflows.ActivityListRunnerObjects, workflows.ListRunnerObjectsInput{Namespace: ns}, nil)
 	run(workflows.ActivityDeleteRunnerPod, ref, nil)
 	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: ns, Name: name}, nil)
 }

@@ -35,6 +35,8 @@ type options struct {
 	buildID         string
 	stopTimeout     time.Duration
 	logLevel        string
+	reconcile       time.Duration
+	reconcileDryRun bool
 }
 
 // defineFlags defines every flag of the worker on fs.
@@ -57,6 +59,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.deploymentName, "deployment-name", workerapp.DefaultDeploymentName, "Temporal Worker Deployment the --build-id belongs to")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.reconcile, "reconcile-interval", workflows.DefaultReconcileInterval, "how often the Temporal Schedule "+workflows.ReconcileScheduleID+" removes orphaned registrations, pods and Secrets; the worker creates or updates it at start-up (a paused one stays paused); 0 leaves the Schedule as it is")
+	fs.BoolVar(&o.reconcileDryRun, "reconcile-dry-run", false, "scheduled reconciles report what they would remove and remove nothing")
 	return o
 }
 
@@ -94,6 +98,12 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 		Deployment:              worker.WorkerDeploymentVersion{DeploymentName: o.deploymentName, BuildID: o.buildID},
 		StopTimeout:             o.stopTimeout,
 		Logger:                  slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if o.reconcile < 0 {
+		return workerapp.Config{}, fmt.Errorf("--reconcile-interval must not be negative, got %s", o.reconcile)
+	}
+	if o.reconcile > 0 {
+		cfg.Reconcile = &workerapp.ReconcileConfig{Interval: o.reconcile, DryRun: o.reconcileDryRun}
 	}
 	cfg.GitHub.BaseURL = o.githubURL
 	if o.appID != 0 || o.installationID != 0 || o.appKeyFile != "" {

@@ -27,6 +27,17 @@ const (
 	RunnerWorkflowType      = "runner"
 	PoolWorkflowType        = "pool"
 	ScaleWindowWorkflowType = "scale-window"
+	// ReconcileWorkflowType removes what runner workflows left behind (ReconcileWorkflow); the
+	// Temporal Schedule ReconcileScheduleID starts one every interval.
+	ReconcileWorkflowType = "reconcile"
+)
+
+// ReconcileScheduleID is the one Temporal Schedule of a deployment (a Temporal namespace) that
+// starts ReconcileWorkflow; the workflows it starts are named ReconcileWorkflowID plus the
+// scheduled time, which the Schedule appends.
+const (
+	ReconcileScheduleID = "runnerflow-reconcile"
+	ReconcileWorkflowID = "reconcile"
 )
 
 // Signals, updates and queries of the runner workflow.

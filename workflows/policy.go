@@ -361,3 +361,86 @@ var PoolListingPolicy = workflow.ActivityOptions{
 // instead of about 100 (docs/benchmarks.md, figure 5, with the wake-up cost); the worker's
 // --sticky-workflow-cache-size overrides it.
 const StickyWorkflowCacheSize = 1000
+
+// ---- Reconciliation: ReconcileWorkflow on a Temporal Schedule ----
+
+const (
+	// DefaultReconcileInterval: the Schedule starts a reconcile this often (the worker's
+	// --reconcile-interval). Orphans cost a registration GitHub lists and a Secret or pod in the
+	// cluster, nothing urgent; a run costs a listing per scope and a status query per pool.
+	DefaultReconcileInterval = 5 * time.Minute
+	// ReconcileGrace: an object is removed only when two looks this far apart both found it
+	// orphaned (GitHub lists no creation time, and a runner's registration, Secret and pod exist
+	// a moment before its pool's status or Temporal shows its workflow), and a pod or Secret only
+	// once this old. ReconcileInput.Grace overrides it.
+	ReconcileGrace = 2 * time.Minute
+	// ReconcileBatch: at most this many removals of one run are in flight at once, so an
+	// incident's hundreds of orphans do not crowd the paced GitHub queue ahead of registrations.
+	ReconcileBatch = 10
+	// ReconcileRunTimeout bounds one run: a run stuck behind a spent GitHub budget ends, and the
+	// Schedule, which skips a start while a run is going (ReconcileOverlap), starts the next.
+	ReconcileRunTimeout = time.Hour
+	// ReconcileCatchupWindow: a start missed while the Temporal server was down is made up only
+	// this late; after that the next interval's run does the same work.
+	ReconcileCatchupWindow = time.Minute
+)
+
+// ReconcileOverlap: one reconcile at a time; a start that finds one running is skipped.
+const ReconcileOverlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+
+// ReconcileReadPolicy: reconcile's reads of Temporal (pools, runner workflows) and Kubernetes
+// (pods, Secrets) are short; after five minutes the run fails and the next one starts afresh.
+var ReconcileReadPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// ReconcileListingPolicy: a scope's runner listing on the paced GitHub queue, given up after a
+// few minutes like a pool's (the scope is reported as not listed; the next run lists it).
+var ReconcileListingPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// ReconcileRemoveRegistrationPolicy: one DELETE of an orphaned registration on the GitHub queue.
+// RunnerBusy (422) is not retried: a busy orphan is reported and left with its pod and Secret,
+// and the next run looks again. Ten minutes covers a short wait for the hour's budget.
+var ReconcileRemoveRegistrationPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: append(append([]string{}, retryNonRetryable...), ErrRunnerBusy),
+	},
+}
+
+// ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is
+// reported after five minutes and the next run tries again.
+var ReconcileDeletePolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        500 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}

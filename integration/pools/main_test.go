@@ -52,6 +52,12 @@ type poolTest struct {
 
 func newPoolTest(t *testing.T, name string) *poolTest {
 	t.Helper()
+	return newPoolTestWith(t, name, nil)
+}
+
+// newPoolTestWith is newPoolTest with configure's changes to the worker's configuration.
+func newPoolTestWith(t *testing.T, name string, configure func(*workerapp.Config)) *poolTest {
+	t.Helper()
 	p := &poolTest{t: t, ctx: context.Background(), name: name, org: "org-" + name, ns: world.Kube.NewNamespace(t)}
 	if err := world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: p.org + "/app"}); err != nil {
 		t.Fatal(err)
@@ -62,7 +68,7 @@ func newPoolTest(t *testing.T, name string) *poolTest {
 		t.Fatal(err)
 	}
 	p.c = c
-	p.startWorker()
+	p.startWorkerWith(configure)
 	// The worker and client go last: the pool is terminated first, so no later test's worker
 	// picks up this pool's tasks.
 	t.Cleanup(c.Close)
@@ -70,13 +76,18 @@ func newPoolTest(t *testing.T, name string) *poolTest {
 	return p
 }
 
-func (p *poolTest) startWorker() {
-	app, err := workerapp.New(workerapp.Config{
+// startWorkerWith starts the test's worker with configure's changes to its configuration.
+func (p *poolTest) startWorkerWith(configure func(*workerapp.Config)) {
+	cfg := workerapp.Config{
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Kube: world.Kube.Config, WatchNamespace: p.ns,
 		GitHub: activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
 		Logger: quietLogger(),
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	app, err := workerapp.New(cfg)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -58,6 +58,10 @@ type Config struct {
 	// from GitHub's answers: activities.GitHubBudget.)
 	GitHubPointsPerMinute int
 
+	// Reconcile, when set, is the reconcile Schedule this worker keeps (ReconcileConfig); nil
+	// leaves the Schedule alone (the worker binary sets it unless --reconcile-interval=0).
+	Reconcile *ReconcileConfig
+
 	// Register, when set, adds more workflows and activities to the workflow worker
 	// (TaskQueue), e.g. test doubles or features not yet assembled here.
 	Register func(r worker.Registry, deps Deps)
@@ -244,6 +248,10 @@ func (a *App) buildWorkers() {
 	(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
 		activity.RegisterOptions{Name: workflows.ActivityUpdatePoolReservations})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListPoolOwnership,
+		activity.RegisterOptions{Name: workflows.ActivityListPoolOwnership})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).FindEndedWorkflows,
+		activity.RegisterOptions{Name: workflows.ActivityFindEndedWorkflows})
 	if a.cfg.Register != nil {
 		a.cfg.Register(main, a.deps)
 	}
@@ -289,6 +297,7 @@ func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
 	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType, VersioningBehavior: v.runner})
 	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
+	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
@@ -305,6 +314,7 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	}
 	a.obs.started.Store(true)
+	a.ensureReconcileSchedule(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
