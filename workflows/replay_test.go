@@ -16,9 +16,9 @@ import (
 // integration/jobs with RUNNERFLOW_RECORD_HISTORY=<build>, e.g. v2, write <name>-<build>.json; or
 // `temporal workflow show --output json`): runners through their whole lifecycle, a pool run that
 // continued as new and the run that took over, with operator signals and updates, runner
-// reports and listings, pools whose runners took each other's jobs, scale windows. A change to
-// a workflow that issues different commands for an old history fails here: guard it with
-// workflow.GetVersion.
+// reports and listings, pools whose runners took each other's jobs, scale windows, a reconcile
+// run that removed orphans. A change to a workflow that issues different commands for an old
+// history fails here: guard it with workflow.GetVersion.
 func TestReplaysRecordedHistories(t *testing.T) {
 	for _, wf := range []struct {
 		glob string
@@ -28,6 +28,7 @@ func TestReplaysRecordedHistories(t *testing.T) {
 		{"runner-*.json", RunnerWorkflowType, RunnerWorkflow},
 		{"pool-*.json", PoolWorkflowType, PoolWorkflow},
 		{"scale-window-*.json", ScaleWindowWorkflowType, ScaleWindowWorkflow},
+		{"reconcile-*.json", ReconcileWorkflowType, ReconcileWorkflow},
 	} {
 		files, err := filepath.Glob(filepath.Join("testdata", wf.glob))
 		if err != nil || len(files) == 0 {
