@@ -30,16 +30,16 @@ func (a *TemporalActivities) ListPoolOwnership(ctx context.Context, _ workflows.
 		return workflows.ListPoolOwnershipResult{}, err
 	}
 	for i := range pools {
-		if pools[i].Running {
-			a.readOwnership(ctx, &pools[i])
+		if err := a.readOwnership(ctx, &pools[i]); err != nil {
+			return workflows.ListPoolOwnershipResult{}, err
 		}
 	}
 	return workflows.ListPoolOwnershipResult{Pools: pools}, nil
 }
 
 // listPools reads every pool workflow execution (a pool that continued as new has several) and
-// keeps one entry per pool: running if any of its executions runs, with the scope its search
-// attribute names.
+// keeps one entry per pool, with the scope its search attribute names. Whether it runs is read
+// by readOwnership: the visibility listing may lag a moment behind a continue-as-new.
 func (a *TemporalActivities) listPools(ctx context.Context) ([]workflows.PoolOwnership, error) {
 	var pools []workflows.PoolOwnership
 	req := &workflowservice.ListWorkflowExecutionsRequest{
@@ -59,9 +59,6 @@ func (a *TemporalActivities) listPools(ctx context.Context) ([]workflows.PoolOwn
 			if i < 0 {
 				pools = append(pools, workflows.PoolOwnership{Name: name})
 				i = len(pools) - 1
-			}
-			if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				pools[i].Running = true
 			}
 			if pools[i].Scope == (workflows.Scope{}) {
 				pools[i].Scope = poolScope(e.GetSearchAttributes())
@@ -87,8 +84,22 @@ func poolScope(sa *commonpb.SearchAttributes) workflows.Scope {
 	return scope
 }
 
-// readOwnership queries a running pool's status for the names it owns and its scope.
-func (a *TemporalActivities) readOwnership(ctx context.Context, p *workflows.PoolOwnership) {
+// readOwnership describes the pool's workflow (strongly consistent) and, while it runs, queries
+// its status for the names it owns and its scope. A running pool whose status query fails is
+// Unavailable (none of its objects is touched); a failed describe fails the activity, to be
+// retried.
+func (a *TemporalActivities) readOwnership(ctx context.Context, p *workflows.PoolOwnership) error {
+	desc, err := a.Client.DescribeWorkflowExecution(ctx, workflows.PoolWorkflowID(p.Name), "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+		return nil // gone beyond retention since the listing: closed
+	case err != nil:
+		return fmt.Errorf("describe pool %s: %w", p.Name, err)
+	case desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return nil
+	}
+	p.Running = true
 	var st workflows.PoolStatus
 	v, err := a.Client.QueryWorkflow(ctx, workflows.PoolWorkflowID(p.Name), "", workflows.QueryStatus)
 	if err == nil {
@@ -96,7 +107,7 @@ func (a *TemporalActivities) readOwnership(ctx context.Context, p *workflows.Poo
 	}
 	if err != nil {
 		p.Unavailable = err.Error()
-		return
+		return nil
 	}
 	p.Scope = st.Spec.Scope()
 	for _, r := range st.Runners {
@@ -107,6 +118,7 @@ func (a *TemporalActivities) readOwnership(ctx context.Context, p *workflows.Poo
 	}
 	slices.Sort(p.Owned)
 	p.Owned = slices.Compact(p.Owned)
+	return nil
 }
 
 // FindEndedWorkflows describes each workflow (strongly consistent, unlike a visibility
