@@ -25,6 +25,8 @@ type Metrics struct {
 	githubRequests *prometheus.CounterVec
 	githubRemain   prometheus.Gauge
 	kubeErrors     *prometheus.CounterVec
+	// podWatcherLeader is 1 while this replica holds the pod watcher's Lease.
+	podWatcherLeader prometheus.Gauge
 }
 
 // NewMetrics creates the series and registers them with reg (the registry /metrics serves).
@@ -44,13 +46,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "runnerflow_kubernetes_errors_total",
 			Help: "Failed Kubernetes API requests by verb and resource (expected NotFound and AlreadyExists excluded).",
 		}, []string{"verb", "resource"}),
+		podWatcherLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runnerflow_pod_watcher_leader",
+			Help: "1 while this worker replica holds the pod watcher's Lease and signals runner workflows about their pods, 0 while it stands by.",
+		}),
 	}
 	if reg != nil {
 		m.githubRequests = register(reg, m.githubRequests)
 		m.githubRemain = register(reg, m.githubRemain)
 		m.kubeErrors = register(reg, m.kubeErrors)
+		m.podWatcherLeader = register(reg, m.podWatcherLeader)
 	}
 	return m
+}
+
+// PodWatcherLeader is the gauge an ElectedPodWatcher keeps; nil for nil Metrics.
+func (m *Metrics) PodWatcherLeader() prometheus.Gauge {
+	if m == nil {
+		return nil
+	}
+	return m.podWatcherLeader
 }
 
 // register registers c, or returns the collector already registered under its name.

@@ -27,11 +27,12 @@ import (
 // nothing after it is news (the workflow ends its runner on the first), so those transitions
 // cost no signal.
 //
-// Every worker replica runs one. That is deliberate: duplicate signals are harmless (the
-// workflow ignores transitions it already knows and pods that are not its current one) and
-// cost one signal each, while a leader election would add a Lease, its renewals and a
-// fail-over gap. A watcher that restarts re-lists and re-signals every pod's current phase;
-// a deletion missed while no watcher ran is caught by the workflow's own pod-check timer.
+// One worker replica at a time runs it, elected through a Lease (ElectedPodWatcher): every
+// replica running its own would make each pod's end one billable signal per replica. A
+// watcher that starts (a new leader, a restart) lists every pod and signals those whose run
+// has already ended; the workflow ignores transitions it already knows and pods that are not
+// its current one, so that re-signalling is harmless. A pod deleted outright while no watcher
+// ran is caught by the workflow's own pod-check timer.
 
 // WorkflowSignaler is the part of the Temporal client the watcher uses.
 type WorkflowSignaler interface {
@@ -51,8 +52,9 @@ type PodWatcherConfig struct {
 
 // PodWatcher signals runner workflows about their pods. Create it with NewPodWatcher.
 type PodWatcher struct {
-	cfg   PodWatcherConfig
-	log   *slog.Logger
+	cfg PodWatcherConfig
+	log *slog.Logger
+	// queue holds the signals to send; each Run makes its own.
 	queue workqueue.TypedRateLimitingInterface[podEvent]
 }
 
@@ -77,16 +79,16 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &PodWatcher{
-		cfg: cfg,
-		log: cfg.Logger.With("component", "pod-watcher"),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podEvent](),
-			workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"}),
-	}, nil
+	return &PodWatcher{cfg: cfg, log: cfg.Logger.With("component", "pod-watcher")}, nil
 }
 
 // Run watches until ctx ends. It returns an error only if the first listing never completes.
+// It may run again after it returned (once per term of leadership), never twice at once: each
+// run starts from a full listing and a new queue, and an ended pod whose signal an earlier
+// run left unsent is found again by that listing.
 func (w *PodWatcher) Run(ctx context.Context) error {
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podEvent](),
+		workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"})
 	selector := runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
 	factory := informers.NewSharedInformerFactoryWithOptions(w.cfg.Client, 0,
 		informers.WithNamespace(w.cfg.Namespace),

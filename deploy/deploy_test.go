@@ -96,9 +96,10 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"/pods":                   {"create", "delete", "get", "list", "watch"},
-		"/secrets":                {"create", "delete", "get", "list", "patch", "update"},
-		"/persistentvolumeclaims": {"create", "get"},
+		"/pods":                      {"create", "delete", "get", "list", "watch"},
+		"/secrets":                   {"create", "delete", "get", "list", "patch", "update"},
+		"/persistentvolumeclaims":    {"create", "get"},
+		"coordination.k8s.io/leases": {"create", "get", "update"},
 	}
 	for key, verbs := range got {
 		slices.Sort(verbs)

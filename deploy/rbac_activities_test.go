@@ -27,9 +27,11 @@ import (
 // chart alike: every activity the worker registers with a Kubernetes client, and the pod
 // watcher, run as the worker's ServiceAccount through the paths that reach each of their
 // Kubernetes calls (create and adopt, a second registration rewriting the Secret, ...), while
-// a recording transport notes what RBAC calls each request. No request is refused (the Role
-// suffices), and the Role grants nothing that was not requested (nothing more). The proof is
-// drawn from the code as it is: a call added to or dropped from an activity shows up here.
+// a recording transport notes what RBAC calls each request. The pod watcher runs as the worker
+// runs it, elected through its Lease, and releases the Lease when stopped. No request is
+// refused (the Role suffices), and the Role grants nothing that was not requested (nothing
+// more). The proof is drawn from the code as it is: a call added to or dropped from an
+// activity shows up here.
 func TestWorkerRoleIsExactlyWhatItsCodeUses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -253,16 +255,21 @@ type noSignals struct{}
 
 func (noSignals) SignalWorkflow(context.Context, string, string, string, any) error { return nil }
 
-// watchPods runs the worker's pod watcher on ns until it has listed and is watching.
+// watchPods runs the worker's pod watcher on ns as the worker runs it, elected through its
+// Lease in ns, until it leads and watches; then stops it, which releases the Lease.
 func watchPods(t *testing.T, ns string, client kubernetes.Interface, rec *kubeRequests) {
 	t.Helper()
 	w, err := activities.NewPodWatcher(activities.PodWatcherConfig{Client: client, Temporal: noSignals{}, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
+	elected, err := activities.NewElectedPodWatcher(w, activities.PodWatcherLease{Client: client, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	go func() { done <- elected.Run(ctx) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for !rec.has("/pods watch") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -273,5 +280,8 @@ func watchPods(t *testing.T, ns string, client kubernetes.Interface, rec *kubeRe
 	}
 	if !rec.has("/pods watch") {
 		t.Errorf("the pod watcher did not get to watch pods in %s; requests: %v", ns, rec.list(false))
+	}
+	if !rec.has("coordination.k8s.io/leases update") {
+		t.Errorf("the pod watcher did not release its Lease in %s; requests: %v", ns, rec.list(false))
 	}
 }

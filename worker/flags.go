@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
+	"github.com/runnerflow/runnerflow/activities"
 	"github.com/runnerflow/runnerflow/internal/temporalconn"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -23,6 +24,8 @@ type options struct {
 	kubeQPS         float64
 	kubeBurst       int
 	watchNamespace  string
+	leaseNamespace  string
+	leaseName       string
 	githubURL       string
 	appID           int64
 	installationID  int64
@@ -47,6 +50,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.Float64Var(&o.kubeQPS, "kube-qps", 0, "Kubernetes client requests per second (0: the policy default, 50)")
 	fs.IntVar(&o.kubeBurst, "kube-burst", 0, "Kubernetes client burst (0: the policy default, 100)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
+	fs.StringVar(&o.leaseNamespace, "pod-watcher-lease-namespace", "", "namespace of the Lease that elects the one replica watching pods; empty: --watch-namespace, else the worker's own")
+	fs.StringVar(&o.leaseName, "pod-watcher-lease-name", activities.DefaultPodWatcherLeaseName, "name of the Lease that elects the one replica watching pods (replicas sharing it signal each pod's end once; two installations watching one namespace need two names)")
 	fs.StringVar(&o.githubURL, "github-url", envOr("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_URL)")
 	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")
 	fs.Int64Var(&o.installationID, "github-installation-id", 0, "GitHub App installation id")
@@ -90,6 +95,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	cfg := workerapp.Config{
 		TemporalAddress: temporal.HostPort, Namespace: temporal.Namespace, TemporalOptions: temporal,
 		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
+		PodWatcherLeaseNamespace: o.leaseNamespace, PodWatcherLeaseName: o.leaseName,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubPointsPerMinute:   o.pointsPerMinute,
 		MetricsListen:           o.metricsListen,

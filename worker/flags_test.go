@@ -31,7 +31,8 @@ func env(vars map[string]string) func(string) string {
 func TestFlagsMakeTheWorkerConfig(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "")
 	o := parse(t, "--temporal-address=temporal:7233", "--namespace=ci", "--kubeconfig=/kube/config",
-		"--watch-namespace=runnerflow", "--github-url=https://ghe.example.com/api/v3/",
+		"--watch-namespace=runnerflow", "--pod-watcher-lease-namespace=leases", "--pod-watcher-lease-name=ci-pod-watcher",
+		"--github-url=https://ghe.example.com/api/v3/",
 		"--github-points-per-minute=1500", "--metrics-listen=:9191", "--stop-timeout=45s")
 	cfg, err := o.config(env(map[string]string{"GITHUB_TOKEN": "ghp_token\n"}))
 	if err != nil {
@@ -41,8 +42,9 @@ func TestFlagsMakeTheWorkerConfig(t *testing.T) {
 	if cfg.TemporalAddress != "temporal:7233" || cfg.Namespace != "ci" || temporal.ConnectionOptions.TLS != nil || temporal.Credentials != nil {
 		t.Errorf("temporal: %q %q tls %v creds %v", cfg.TemporalAddress, cfg.Namespace, temporal.ConnectionOptions.TLS, temporal.Credentials)
 	}
-	if cfg.KubeconfigPath != "/kube/config" || cfg.WatchNamespace != "runnerflow" {
-		t.Errorf("kubernetes: %q %q", cfg.KubeconfigPath, cfg.WatchNamespace)
+	if cfg.KubeconfigPath != "/kube/config" || cfg.WatchNamespace != "runnerflow" ||
+		cfg.PodWatcherLeaseNamespace != "leases" || cfg.PodWatcherLeaseName != "ci-pod-watcher" {
+		t.Errorf("kubernetes: %q %q, lease %q/%q", cfg.KubeconfigPath, cfg.WatchNamespace, cfg.PodWatcherLeaseNamespace, cfg.PodWatcherLeaseName)
 	}
 	if cfg.GitHub.BaseURL != "https://ghe.example.com/api/v3/" || cfg.GitHub.Token != "ghp_token" || cfg.GitHub.AppID != 0 {
 		t.Errorf("github: %q token %t app %d", cfg.GitHub.BaseURL, cfg.GitHub.Token == "ghp_token", cfg.GitHub.AppID)

@@ -444,3 +444,26 @@ var ReconcileDeletePolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }
+
+// ---- Pod watcher: one elected watcher per cluster ----
+
+// One worker replica at a time runs the pod watcher, elected through a coordination.k8s.io
+// Lease with client-go's leader election, so each pod's end costs one signal whatever the
+// number of replicas; the others stand by. These are client-go's defaults for the control
+// plane's own components (kube-scheduler, kube-controller-manager), whose trade-offs are ours.
+const (
+	// PodWatcherLeaseDuration: a standby takes the Lease only after it has seen no renewal for
+	// this long, so a killed leader (which cannot release it) leaves pods unwatched for about
+	// this plus one PodWatcherLeaseRetryPeriod. Pods that end meanwhile are not lost: the new
+	// leader's informer starts with a full listing and signals every ended pod it finds.
+	PodWatcherLeaseDuration = 15 * time.Second
+	// PodWatcherLeaseRenewDeadline: a leader that could not renew for this long stops watching,
+	// seconds before any standby may take the Lease, so two replicas never signal at once even
+	// when the leader is cut off from the API server rather than dead.
+	PodWatcherLeaseRenewDeadline = 10 * time.Second
+	// PodWatcherLeaseRetryPeriod: the leader renews and the standbys read the Lease this often
+	// (a standby's wait is jittered up to 2.2 times): one Lease write every 2 s per cluster,
+	// whatever the load, and a clean handover (a stopping leader releases the Lease) within one
+	// standby's read.
+	PodWatcherLeaseRetryPeriod = 2 * time.Second
+)

@@ -18,6 +18,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +51,12 @@ type Config struct {
 	KubeBurst int
 	// WatchNamespace limits the pod watcher to one namespace; empty watches all.
 	WatchNamespace string
+	// PodWatcherLeaseNamespace and PodWatcherLeaseName name the Lease that elects the one
+	// replica running the pod watcher. The namespace defaults to WatchNamespace, else the
+	// Kubernetes configuration's (the kubeconfig context's, or in a cluster the worker's own);
+	// the name to activities.DefaultPodWatcherLeaseName.
+	PodWatcherLeaseNamespace string
+	PodWatcherLeaseName      string
 
 	// GitHub configures the GitHub client (token or App, API base URL).
 	GitHub activities.GitHubConfig
@@ -120,7 +127,7 @@ type App struct {
 	ownClient bool
 	deps      Deps
 	workers   []worker.Worker
-	watcher   *activities.PodWatcher
+	watcher   *activities.ElectedPodWatcher
 	obs       observability
 }
 
@@ -151,9 +158,7 @@ func New(cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: a.log}
-	if a.watcher, err = activities.NewPodWatcher(activities.PodWatcherConfig{
-		Client: kube, Temporal: a.temporal, Namespace: a.cfg.WatchNamespace, Logger: a.log,
-	}); err != nil {
+	if err := a.buildPodWatcher(); err != nil {
 		return nil, err
 	}
 	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
@@ -358,6 +363,45 @@ func (a *App) close() {
 		a.temporal.Close()
 		a.ownClient = false
 	}
+}
+
+// buildPodWatcher makes the pod watcher that runs while this replica holds the Lease. The
+// Lease gets a Kubernetes client of its own, with its own rate limiter: renewals never wait
+// behind a burst of pod writes.
+func (a *App) buildPodWatcher() error {
+	watcher, err := activities.NewPodWatcher(activities.PodWatcherConfig{
+		Client: a.deps.Kubernetes, Temporal: a.temporal, Namespace: a.cfg.WatchNamespace, Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	leaseClient, err := kubeClient(a.cfg, a.obs.activities)
+	if err != nil {
+		return err
+	}
+	a.watcher, err = activities.NewElectedPodWatcher(watcher, activities.PodWatcherLease{
+		Client: leaseClient, Namespace: podWatcherLeaseNamespace(a.cfg), Name: a.cfg.PodWatcherLeaseName,
+		Leader: a.obs.activities.PodWatcherLeader(),
+	})
+	return err
+}
+
+// podWatcherLeaseNamespace is where the Lease lives: as configured, else the watched namespace
+// (where the worker's namespaced Role is), else the Kubernetes configuration's namespace: the
+// kubeconfig context's, or in a cluster the worker's own; "default" when none says.
+func podWatcherLeaseNamespace(cfg Config) string {
+	switch {
+	case cfg.PodWatcherLeaseNamespace != "":
+		return cfg.PodWatcherLeaseNamespace
+	case cfg.WatchNamespace != "":
+		return cfg.WatchNamespace
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.KubeconfigPath}
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return metav1.NamespaceDefault
+	}
+	return ns
 }
 
 // firstPositive returns the first of values that is above zero (the last one otherwise).
