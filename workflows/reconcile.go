@@ -42,6 +42,8 @@ type reconcile struct {
 	in     ReconcileInput
 	logger log.Logger
 	report ReconcileReport
+	// listed are the scopes whose runner listing succeeded in the first look.
+	listed []Scope
 }
 
 func (r *reconcile) run() (ReconcileReport, error) {
@@ -99,7 +101,9 @@ func (r *reconcile) confirm(found []ReconcileObject) ([]ReconcileObject, error) 
 // orphans classifies objects against the pools and asks Temporal which candidates' runner
 // workflows have ended.
 func (r *reconcile) orphans(objects []ReconcileObject, pools []PoolOwnership) ([]ReconcileObject, error) {
-	candidates, skipped := ClassifyObjects(ClassifyInput{Objects: objects, Pools: pools, Now: workflow.Now(r.ctx), Grace: r.report.Grace})
+	candidates, skipped := ClassifyObjects(ClassifyInput{
+		Objects: objects, Pools: pools, Listed: r.listed, Now: workflow.Now(r.ctx), Grace: r.report.Grace,
+	})
 	r.report.Skipped = append(r.report.Skipped, skipped...)
 	if len(candidates) == 0 {
 		return nil, nil
@@ -133,6 +137,7 @@ func (r *reconcile) list(scopes []Scope) []ReconcileObject {
 			continue
 		}
 		listed = append(listed, ScopeRunners{Scope: scopes[i], Runners: res.Runners})
+		r.listed = append(r.listed, scopes[i])
 	}
 	var objects ListRunnerObjectsResult
 	if err := kube.Get(r.ctx, &objects); err != nil {

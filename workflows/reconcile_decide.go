@@ -15,6 +15,7 @@ import (
 const (
 	SkipUnknownPool  = "pool unknown to this Temporal namespace (never ran here, or closed beyond its retention)"
 	SkipYoung        = "younger than the grace period"
+	SkipUnlisted     = "its pool's GitHub scope was not listed, so a busy registration could not be seen"
 	SkipBusy         = "busy at GitHub: a runner running a job is never removed"
 	SkipBusyRunner   = "its runner's registration is busy"
 	RemovedGone      = "already gone"
@@ -105,8 +106,10 @@ func InventoryObjects(scopes []ScopeRunners, objects []RunnerObject) []Reconcile
 type ClassifyInput struct {
 	Objects []ReconcileObject
 	Pools   []PoolOwnership
-	Now     time.Time
-	Grace   time.Duration
+	// Listed are the scopes whose runner listing succeeded.
+	Listed []Scope
+	Now    time.Time
+	Grace  time.Duration
 }
 
 // ClassifyObjects sorts objects into candidates (no live pool owns them: orphans if their runner
@@ -116,6 +119,8 @@ type ClassifyInput struct {
 //   - a running pool whose status could not be read: skipped (its warm registrations are unknown);
 //   - a name a running pool owns: the pool's;
 //   - a pod or Secret younger than the grace period: skipped (the next run looks again);
+//   - a pod or Secret of a pool whose scope was not listed: skipped (its registration might be
+//     busy, and the job runs in that pod);
 //   - anything else, including everything of a closed pool: a candidate.
 func ClassifyObjects(in ClassifyInput) (candidates, skipped []ReconcileObject) {
 	for _, o := range in.Objects {
@@ -131,6 +136,8 @@ func ClassifyObjects(in ClassifyInput) (candidates, skipped []ReconcileObject) {
 		case p.Running && slices.Contains(p.Owned, o.Runner):
 		case o.Kind != KindRegistration && in.Now.Sub(o.CreatedAt) < in.Grace:
 			skipped = append(skipped, withReason(o, SkipYoung))
+		case o.Kind != KindRegistration && !slices.Contains(in.Listed, p.Scope):
+			skipped = append(skipped, withReason(o, SkipUnlisted))
 		default:
 			candidates = append(candidates, o)
 		}

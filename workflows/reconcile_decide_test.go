@@ -94,6 +94,7 @@ func TestClassifyObjects(t *testing.T) {
 		{Name: "live", Running: true, Scope: org, Owned: []string{"live-1a2b-1", "live-1a2b-2"}},
 		{Name: "closed", Scope: org},
 		{Name: "stuck", Running: true, Scope: org, Unavailable: "query timed out"},
+		{Name: "elsewhere", Scope: Scope{Organization: "unlisted"}},
 	}
 	for _, tc := range []struct {
 		name      string
@@ -110,9 +111,10 @@ func TestClassifyObjects(t *testing.T) {
 		{"an old Secret of a closed pool", secret("closed", "closed-1a2b-1", 3*time.Minute), true, ""},
 		{"a registration of a pool never seen here", reg("other", "other-1a2b-1"), false, SkipUnknownPool},
 		{"a Secret of a pool whose status is unavailable", secret("stuck", "stuck-1a2b-1", time.Hour), false, "pool status unavailable: query timed out"},
+		{"a Secret of a pool whose scope was not listed", secret("elsewhere", "elsewhere-1a2b-1", time.Hour), false, SkipUnlisted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cands, skipped := ClassifyObjects(ClassifyInput{Objects: []ReconcileObject{tc.obj}, Pools: pools, Now: now, Grace: 2 * time.Minute})
+			cands, skipped := ClassifyObjects(ClassifyInput{Objects: []ReconcileObject{tc.obj}, Pools: pools, Listed: []Scope{org}, Now: now, Grace: 2 * time.Minute})
 			if (len(cands) == 1) != tc.candidate {
 				t.Errorf("candidates %+v, want candidate %t", cands, tc.candidate)
 			}
