@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 )
@@ -31,6 +32,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
 	}
+	// client-go (the pod watcher's informer and its leader election) logs through klog: into
+	// the same JSON lines, at the same level.
+	klog.SetSlogLogger(cfg.Logger)
 	cfg.Metrics = prometheus.NewRegistry()
 	cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
