@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -14,7 +16,8 @@ import (
 
 // TemporalActivities are the activities whose external system is Temporal itself: a workflow
 // in SDK v1.50 cannot send an update to another workflow, so a scale window hands its batch to
-// its pool through one of these. Register with worker.RegisterActivity(&TemporalActivities{...});
+// its pool through one of these; and a pool starts a plan's runner workflows with one call
+// rather than a child workflow each. Register with worker.RegisterActivity(&TemporalActivities{...});
 // the method names are the activity names the workflows use.
 type TemporalActivities struct {
 	// Client reaches the namespace the pools run in.
@@ -63,4 +66,67 @@ func classifyUpdateError(pool string, err error) error {
 			fmt.Sprintf("pool %s refused the reservation batch: %s", pool, app.Message()), workflows.ErrInvalidSpec, err)
 	}
 	return err
+}
+
+// StartRunnerWorkflows starts one plan's runner workflows, RunnerStartConcurrency at a time,
+// each with RunnerState=pending and RunnerPool set. A runner whose workflow already exists
+// (started by an earlier attempt of this batch, maybe ended since) counts as started. A refusal
+// no retry can change fails that runner alone, in the result; anything else (Temporal
+// unreachable, overloaded) fails the call, and the retry starts what is still missing.
+func (a *TemporalActivities) StartRunnerWorkflows(ctx context.Context, in workflows.StartRunnerWorkflowsInput) (workflows.StartRunnerWorkflowsOutput, error) {
+	var (
+		out       workflows.StartRunnerWorkflowsOutput
+		mu        sync.Mutex
+		transient error
+		wg        sync.WaitGroup
+	)
+	slots := make(chan struct{}, workflows.RunnerStartConcurrency)
+	for _, r := range in.Runners {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := a.startRunner(ctx, r)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if refusedForGood(err) {
+				out.Failed = append(out.Failed, workflows.RunnerStartFailure{Name: r.Name, Reason: err.Error()})
+			} else if transient == nil {
+				transient = fmt.Errorf("start runner workflow %s: %w", r.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if transient != nil {
+		return workflows.StartRunnerWorkflowsOutput{}, transient
+	}
+	return out, nil
+}
+
+func (a *TemporalActivities) startRunner(ctx context.Context, in workflows.RunnerInput) error {
+	_, err := a.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    workflows.RunnerWorkflowID(in.Pool, in.Name),
+		TaskQueue:             workflows.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.SearchAttrRunnerState.ValueSet(string(workflows.RunnerPending)), workflows.SearchAttrPool.ValueSet(in.Pool)),
+	}, workflows.RunnerWorkflowType, in)
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &exists) {
+		return nil
+	}
+	return err
+}
+
+// refusedForGood: Temporal's answers that the same start will get again.
+func refusedForGood(err error) bool {
+	var (
+		invalid  *serviceerror.InvalidArgument
+		denied   *serviceerror.PermissionDenied
+		noSpace  *serviceerror.NamespaceNotFound
+		notFound *serviceerror.NotFound
+	)
+	return errors.As(err, &invalid) || errors.As(err, &denied) || errors.As(err, &noSpace) || errors.As(err, &notFound)
 }

@@ -59,6 +59,10 @@ const (
 	// same request as its pool forwards it (a workflow cannot send another an update).
 	UpdateForceRemove = "force-remove"
 	SignalForceRemove = "force-remove"
+	// SignalCheckRegistration is the pool asking a runner it watches (RunnerInput.PoolWatches)
+	// that has not reported idle or busy within its registration timeout to check its
+	// registration (CheckRegistrationRequest).
+	SignalCheckRegistration = "check-registration"
 	// QueryStatus answers the workflow's status (RunnerStatus or PoolStatus).
 	QueryStatus = "status"
 )

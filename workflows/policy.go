@@ -230,6 +230,32 @@ func RunnerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
 	}
 }
 
+// RunnerStartPolicy: starting a batch of runner workflows (StartRunnerWorkflows) is a few
+// Temporal calls; a Temporal that does not answer is retried for as long as it takes, since
+// every runner of the batch answers a job that waits. A start refused for good (invalid
+// arguments) fails that runner only, in the activity's result.
+var RunnerStartPolicy = workflow.ActivityOptions{
+	TaskQueue:           TaskQueue,
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        200 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+const (
+	// RunnerStartBatchSize bounds the runners one StartRunnerWorkflows call starts, so its
+	// input (one RunnerInput each, a few KiB with a pod template) stays far below Temporal's
+	// payload limit and a retry repeats little.
+	RunnerStartBatchSize = 100
+	// RunnerStartConcurrency: how many of a batch's starts one activity has in flight. Each is
+	// one round trip to the frontend; sixteen keep a 100-runner batch under a second without
+	// crowding the server on a small machine.
+	RunnerStartConcurrency = 16
+)
+
 // ---- Scale window / starter ----
 
 const (

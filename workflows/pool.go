@@ -99,6 +99,7 @@ func (p *pool) run() error {
 		p.pruneReservations(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
+		p.askOverdueRegistrations(now)
 		p.tendWarm(now)
 		p.startListing(now)
 		p.recordMetrics(now)
@@ -190,6 +191,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if len(p.st.Runners) > 0 && !p.listing {
 		candidates = append(candidates, p.st.NextListing)
 	}
+	candidates = append(candidates, p.nextRegistrationCheck())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {

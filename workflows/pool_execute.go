@@ -65,8 +65,20 @@ func (p *pool) execute(plan Plan, now time.Time) {
 		}
 		drained = append(drained, d.Name)
 	}
+	var batch []RunnerInput
+	batched := len(plan.Start) > 0 && p.startsInBatches()
 	for _, s := range plan.Start {
-		started = append(started, p.start(s, now))
+		in := p.start(s, now)
+		started = append(started, in.Name)
+		if batched && len(in.SlotVolumes) == 0 {
+			batch = append(batch, in) // a stateful slot's claims come first: it starts alone
+			continue
+		}
+		p.inflight++
+		workflow.Go(p.ctx, func(ctx workflow.Context) { p.runRunner(ctx, in) })
+	}
+	if len(batch) > 0 {
+		p.startBatch(batch)
 	}
 	if len(drained) > 0 || len(started) > 0 || plan.Desired != p.st.LastDesired {
 		p.st.Decisions = appendBounded(p.st.Decisions, Decision{At: now, Desired: plan.Desired, Started: started, Drained: drained, Why: plan.Why}, PoolDecisionsKept)
@@ -75,13 +87,14 @@ func (p *pool) execute(plan Plan, now time.Time) {
 	p.st.LastDesired = plan.Desired
 }
 
-// start records a new runner and starts its workflow as an abandoned child. The runner's own
-// reports are how the pool follows it; the child's completion is only a backstop for a runner
-// workflow that ended without reporting (e.g. terminated by hand).
+// start records a new runner and returns the input its workflow starts with: in a batch
+// (startBatch), or as an abandoned child (runRunner) before changeStartInBatches and for a
+// stateful slot. The runner's own reports are how the pool follows it; a child's completion is
+// only a backstop for a runner workflow that ended without reporting (e.g. terminated by hand).
 //
 // A runner takes a warm registration when the pool holds one: it starts under that name and
 // creates its pod without a GitHub call.
-func (p *pool) start(s StartRunner, now time.Time) string {
+func (p *pool) start(s StartRunner, now time.Time) RunnerInput {
 	spec := p.st.Spec
 	seq := p.st.NextSeq
 	name := RunnerName(spec.Name, p.st.Generation, seq)
@@ -94,6 +107,9 @@ func (p *pool) start(s StartRunner, now time.Time) string {
 	}
 	r := PoolRunner{Name: name, Seq: seq, TemplateHash: p.st.TemplateHash, State: RunnerPending, StartedAt: now, Since: now, Warm: reg != nil}
 	in := RunnerInput{Pool: spec.Name, Name: name, Spec: spec.runnerSpec(p.st.TemplateHash), Warm: reg}
+	if workflow.GetVersion(p.ctx, changeWatchRegistration, workflow.DefaultVersion, 1) >= 1 {
+		r.Watched, in.PoolWatches = true, true
+	}
 	if spec.Stateful() {
 		r.Stateful, r.Slot = true, s.Slot
 		in.Slot, in.SlotVolumes = s.Slot, spec.slotVolumes(s.Slot)
@@ -104,9 +120,7 @@ func (p *pool) start(s StartRunner, now time.Time) string {
 	if soon := now.Add(PoolListingIntervalStarting); p.st.NextListing.After(soon) {
 		p.st.NextListing = soon
 	}
-	p.inflight++
-	workflow.Go(p.ctx, func(ctx workflow.Context) { p.runRunner(ctx, in) })
-	return name
+	return in
 }
 
 func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
@@ -143,13 +157,7 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 		}
 		return
 	}
-	if i := p.find(in.Name); i >= 0 {
-		r := &p.st.Runners[i]
-		r.Started = true
-		if r.Draining {
-			p.signal(in.Name, SignalDrain, DrainRequest{Reason: r.DrainReason})
-		}
-	}
+	p.started(in.Name)
 	var res RunnerResult
 	err = child.Get(ctx, &res)
 	if p.find(in.Name) < 0 {
@@ -185,7 +193,7 @@ func (p *pool) signal(runner, name string, arg any) {
 		var gone *temporal.UnknownExternalWorkflowExecutionError
 		switch {
 		case errors.As(err, &gone):
-			p.forget(runner, RunnerDone, "runner workflow not found when signalled "+name)
+			p.forget(runner, RunnerDone, "runner workflow ended without a report (not found when signalled "+name+")")
 		case err != nil:
 			p.logger.Warn("Signal to runner failed", "runner", runner, "signal", name, "error", err)
 		}

@@ -69,6 +69,33 @@ type poolHarness struct {
 	onSegment func()
 	// timers counts the durable timers the pool started, over all runs.
 	timers int
+	// silent runners start but never report; asked records the pool's check-registration
+	// signals to any runner.
+	silent map[string]bool
+	asked  []checkAsked
+}
+
+// checkAsked is one SignalCheckRegistration the pool sent.
+type checkAsked struct {
+	runner string
+	at     time.Time
+}
+
+// silence makes the named runner's workflow start and then never report.
+func (h *poolHarness) silence(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.silent == nil {
+		h.silent = map[string]bool{}
+	}
+	h.silent[name] = true
+}
+
+// checksAsked returns the check-registration signals the pool sent, in order.
+func (h *poolHarness) checksAsked() []checkAsked {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.asked)
 }
 
 type simStats struct {
@@ -207,6 +234,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.registerRunner, activity.RegisterOptions{Name: ActivityRegisterRunner})
 	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
+	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
 	if h.onSegment != nil {
@@ -259,6 +287,21 @@ func (h *poolHarness) childStarted(info *workflow.Info, _ workflow.Context, args
 	}
 }
 
+// startRunnerWorkflows plays the StartRunnerWorkflows activity: every runner of the batch
+// starts (a vanishing one ends at once, never reporting), as childStarted plays a child's start.
+func (h *poolHarness) startRunnerWorkflows(_ context.Context, in StartRunnerWorkflowsInput) (StartRunnerWorkflowsOutput, error) {
+	for _, r := range in.Runners {
+		h.mu.Lock()
+		h.inputs = append(h.inputs, r)
+		gone := h.vanish[r.Name]
+		h.mu.Unlock()
+		if !gone {
+			h.started(r)
+		}
+	}
+	return StartRunnerWorkflowsOutput{}, nil
+}
+
 func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string, arg any) error {
 	name := runnerNameOf(workflowID)
 	h.mu.Lock()
@@ -273,6 +316,10 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 		h.drain(name)
 	case SignalForceRemove:
 		h.forceRemove(name, arg.(ForceRemoveRequest))
+	case SignalCheckRegistration:
+		h.mu.Lock()
+		h.asked = append(h.asked, checkAsked{runner: name, at: h.env.Now()})
+		h.mu.Unlock()
 	}
 	return nil
 }
@@ -281,8 +328,11 @@ func (h *poolHarness) started(in RunnerInput) {
 	h.mu.Lock()
 	h.sim[in.Name] = &simRunner{in: in, state: RunnerPending}
 	delete(h.warm.registered, in.Name) // a taken warm registration is the runner's now
-	fail := h.failRegistration
+	fail, silent := h.failRegistration, h.silent[in.Name]
 	h.mu.Unlock()
+	if silent {
+		return
+	}
 	if fail {
 		h.after(10*time.Second, func() { h.end(in.Name, RunnerFailed, "registration failed") })
 		return

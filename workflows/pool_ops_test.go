@@ -50,13 +50,14 @@ func TestPoolRejectsBadOperatorRequests(t *testing.T) {
 	}
 }
 
-// A runner workflow that ends without reporting (terminated by hand) is noticed through its
-// completion and replaced; the same for one that disappeared while the pool signalled it.
+// A runner workflow that ends without reporting (terminated by hand) is noticed when the pool
+// asks it to check its registration (its registration timeout passed without a report of idle
+// or busy): the signal finds no workflow, and the pool forgets and replaces it.
 func TestPoolReplacesRunnerThatEndedWithoutReport(t *testing.T) {
 	h := newPoolHarness(t, 0)
 	spec := poolTestSpec()
 	h.vanish[RunnerName("linux", Generation(""), 1)] = true
-	end := h.run(spec, 2*time.Minute)
+	end := h.run(spec, spec.RegistrationTimeoutOrDefault()+2*time.Minute)
 	if len(end.Runners) != 1 || end.Totals.Started != 2 {
 		t.Fatalf("runners %s, totals %+v; want the vanished runner replaced", describeRunners(end), end.Totals)
 	}
@@ -121,5 +122,49 @@ func TestPoolSearchAttributes(t *testing.T) {
 	}
 	if v, _ := second.GetKeyword(SearchAttrPoolGroup); v != "ml" {
 		t.Errorf("after apply RunnerPoolGroup = %q", v)
+	}
+}
+
+// The pool watches its runners' registration deadlines: a runner that has not reported idle or
+// busy within its registration timeout is asked to check its registration, once per timeout,
+// and one that reported is never asked.
+func TestPoolAsksOverdueRunnersToCheckTheirRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		r       PoolRunner
+		wantDue time.Time
+	}{
+		{name: "pending since its start", r: PoolRunner{Watched: true, Started: true, State: RunnerPending, StartedAt: rnT0},
+			wantDue: rnT0.Add(10 * time.Minute)},
+		{name: "asked once, asked again a timeout later", r: PoolRunner{Watched: true, Started: true, State: RunnerRegistering, StartedAt: rnT0, CheckAskedAt: rnT0.Add(10 * time.Minute)},
+			wantDue: rnT0.Add(20 * time.Minute)},
+		{name: "idle", r: PoolRunner{Watched: true, Started: true, State: RunnerIdle, StartedAt: rnT0}},
+		{name: "busy", r: PoolRunner{Watched: true, Started: true, State: RunnerBusy, StartedAt: rnT0}},
+		{name: "draining", r: PoolRunner{Watched: true, Started: true, Draining: true, State: RunnerPending, StartedAt: rnT0}},
+		{name: "its workflow not started yet", r: PoolRunner{Watched: true, State: RunnerPending, StartedAt: rnT0}},
+		{name: "started before the pool watched", r: PoolRunner{Started: true, State: RunnerPending, StartedAt: rnT0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := registrationCheckDue(tc.r, 10*time.Minute); !got.Equal(tc.wantDue) {
+				t.Errorf("registrationCheckDue = %v, want %v", got, tc.wantDue)
+			}
+		})
+	}
+}
+
+// A runner that never reports is asked, through the pool's own wake-up, one registration
+// timeout after its start; runners that reported are not.
+func TestPoolSignalsCheckRegistrationToASilentRunner(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	silent := RunnerName("linux", Generation(""), 1)
+	h.silence(silent)
+	h.run(spec, spec.RegistrationTimeoutOrDefault()+time.Minute)
+	asked := h.checksAsked()
+	if len(asked) != 1 || asked[0].runner != silent {
+		t.Fatalf("check-registration signals %+v, want one to %s", asked, silent)
+	}
+	if want := h.start.Add(spec.RegistrationTimeoutOrDefault()); asked[0].at.Before(want) || asked[0].at.After(want.Add(time.Minute)) {
+		t.Errorf("asked at %v, want about %v (one registration timeout after its start)", asked[0].at, want)
 	}
 }

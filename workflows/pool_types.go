@@ -176,6 +176,10 @@ type PoolRunner struct {
 
 	// Warm is set when the runner started with a warm registration.
 	Warm bool `json:"warm,omitempty"`
+	// Watched is set when the pool watches the runner's registration deadline
+	// (RunnerInput.PoolWatches); CheckAskedAt is when it last asked the runner to check.
+	Watched      bool      `json:"watched,omitempty"`
+	CheckAskedAt time.Time `json:"checkAskedAt,omitzero"`
 }
 
 // FinishedRunner remembers a runner that ended, for status and to tell late listings from orphans.

@@ -49,6 +49,11 @@ import (
 //
 // Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
 // registration; inputs written before that field have none and run as they always did.
+//
+// Not a change id: a runner whose pool watches it (RunnerInput.PoolWatches, set by pools since
+// their changeWatchRegistration) starts no timer for its registration deadline or a periodic
+// pod read; it checks its registration when its pool asks (SignalCheckRegistration). Inputs
+// written before that field run as they always did.
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
@@ -103,6 +108,7 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 		limits: watchLimits{
 			registrationTimeout: in.Spec.RegistrationTimeout,
 			ephemeral:           in.Spec.Ephemeral,
+			poolWatches:         in.PoolWatches && in.Pool != "",
 		},
 		log:  log.With(workflow.GetLogger(ctx), "pool", in.Pool, "runner", in.Name),
 		wake: workflow.NewBufferedChannel(ctx, 1),

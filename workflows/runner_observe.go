@@ -17,6 +17,10 @@ type watchLimits struct {
 	// endWithJob: an ephemeral runner ends on its job's completed notice, without waiting for
 	// its pod to exit (changeLeanLifecycle).
 	endWithJob bool
+	// poolWatches: the pool watches the registration deadline and its listing stands in for
+	// the periodic pod read, so the runner sets neither deadline unless asked
+	// (RunnerInput.PoolWatches).
+	poolWatches bool
 }
 
 // action is what the runner's loop does next.
@@ -213,7 +217,7 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 		return step{action: actEnd, end: end}
 	}
 	var until time.Time
-	if !o.Online {
+	if !o.Online && (!lim.poolWatches || o.CheckAsked || !o.RecheckAt.IsZero()) {
 		deadline := o.AttemptStart.Add(lim.registrationTimeout)
 		if o.RecheckAt.After(deadline) {
 			deadline = o.RecheckAt
@@ -223,11 +227,13 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 		}
 		until = deadline
 	}
-	podCheck := o.LastPodCheck.Add(PodCheckInterval)
-	if !now.Before(podCheck) {
-		return step{action: actCheckPod}
+	if !lim.poolWatches {
+		podCheck := o.LastPodCheck.Add(PodCheckInterval)
+		if !now.Before(podCheck) {
+			return step{action: actCheckPod}
+		}
+		until = earliest(until, podCheck)
 	}
-	until = earliest(until, podCheck)
 	if !o.OfflineSince.IsZero() {
 		deadline := o.OfflineSince.Add(StuckOfflineGrace)
 		if !now.Before(deadline) {

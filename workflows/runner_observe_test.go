@@ -10,6 +10,7 @@ var rnT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func TestRunnerObservationsNext(t *testing.T) {
 	eph := watchLimits{registrationTimeout: 10 * time.Minute, ephemeral: true}
 	persistent := watchLimits{registrationTimeout: 10 * time.Minute}
+	watched := watchLimits{registrationTimeout: 10 * time.Minute, ephemeral: true, endWithJob: true, poolWatches: true}
 	base := RunnerObservations{AttemptStart: rnT0, LastPodCheck: rnT0}
 	with := func(f func(o *RunnerObservations)) RunnerObservations {
 		o := base
@@ -60,6 +61,18 @@ func TestRunnerObservationsNext(t *testing.T) {
 			action: actWait, until: rnT0.Add(EphemeralExitGrace)},
 		{name: "ephemeral exit grace", obs: with(func(o *RunnerObservations) { o.Online, o.JobDoneAt = true, rnT0 }),
 			lim: eph, now: rnT0.Add(EphemeralExitGrace), action: actEnd, reason: "job completed; pod did not exit by itself", ghDone: true},
+		{name: "a runner its pool watches waits for signals alone while it registers", obs: base, lim: watched,
+			now: rnT0.Add(time.Hour), action: actWait},
+		{name: "a runner its pool watches waits for signals alone while it runs a job", obs: with(func(o *RunnerObservations) { o.Online, o.Busy = true, true }),
+			lim: watched, now: rnT0.Add(time.Hour), action: actWait},
+		{name: "asked by its pool before its own timeout, a runner waits out the rest", obs: with(func(o *RunnerObservations) { o.CheckAsked = true }),
+			lim: watched, now: rnT0.Add(time.Minute), action: actWait, until: rnT0.Add(10 * time.Minute)},
+		{name: "asked by its pool after its own timeout, a runner checks its registration", obs: with(func(o *RunnerObservations) { o.CheckAsked = true }),
+			lim: watched, now: rnT0.Add(10 * time.Minute), action: actCheckRegistration},
+		{name: "a watched runner whose check could not read asks again when due", obs: with(func(o *RunnerObservations) { o.RecheckAt = rnT0.Add(11 * time.Minute) }),
+			lim: watched, now: rnT0.Add(10 * time.Minute), action: actWait, until: rnT0.Add(11 * time.Minute)},
+		{name: "a watched runner still keeps its offline grace", obs: with(func(o *RunnerObservations) { o.Online, o.OfflineSince = true, rnT0 }),
+			lim: watched, now: rnT0.Add(time.Minute), action: actWait, until: rnT0.Add(StuckOfflineGrace)},
 		{name: "gone after online", obs: with(func(o *RunnerObservations) { o.Online, o.Gone = true, true }),
 			lim: eph, now: rnT0, action: actEnd, reason: "runner no longer registered at GitHub", ghDone: true},
 	} {

@@ -82,4 +82,7 @@ type RunnerObservations struct {
 	// RecheckAt, when later than the registration timeout, is when a registration check that
 	// could not read the pod or GitHub asks again.
 	RecheckAt time.Time `json:"recheckAt,omitzero"`
+	// CheckAsked is set when the pool asked this attempt to check its registration
+	// (SignalCheckRegistration; only for a runner whose pool watches it).
+	CheckAsked bool `json:"checkAsked,omitempty"`
 }

@@ -151,9 +151,11 @@ type deadlineTimer struct {
 	cancel workflow.CancelFunc
 }
 
-// waitUntil blocks until a signal, a drain update or the deadline, recording what arrived.
+// waitUntil blocks until a signal, a drain update or the deadline, recording what arrived. A
+// zero deadline (a runner its pool watches, with nothing due) waits for signals alone; a timer
+// kept from before still fires, and the loop decides again.
 func (r *runner) waitUntil(ctx workflow.Context, until time.Time) {
-	if r.timer == nil || r.needsNewTimer(until) {
+	if !until.IsZero() && (r.timer == nil || r.needsNewTimer(until)) {
 		r.stopTimer()
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		r.timer = &deadlineTimer{at: until, future: workflow.NewTimer(timerCtx, until.Sub(workflow.Now(ctx))), cancel: cancel}
@@ -164,7 +166,9 @@ func (r *runner) waitUntil(ctx workflow.Context, until time.Time) {
 		sel.AddReceive(src.ch, func(workflow.ReceiveChannel, bool) { src.take() })
 	}
 	sel.AddReceive(r.wake, func(c workflow.ReceiveChannel, _ bool) { c.ReceiveAsync(nil) })
-	sel.AddFuture(r.timer.future, func(workflow.Future) { r.timer = nil })
+	if r.timer != nil {
+		sel.AddFuture(r.timer.future, func(workflow.Future) { r.timer = nil })
+	}
 	sel.Select(ctx)
 }
 
@@ -242,6 +246,9 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 				f.Reason = "no reason given"
 			}
 			r.obs.recordForceRemove(f)
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalCheckRegistration), func(CheckRegistrationRequest) {
+			r.obs.CheckAsked = true
 		}),
 	}
 }

@@ -114,6 +114,13 @@ type RunnerInput struct {
 	// registration: the runner at GitHub and its Secret exist already). The runner owns it from
 	// its start, and its first attempt creates the pod without registering; nil: it registers.
 	Warm *RegisterRunnerOutput `json:"warm,omitempty"`
+	// PoolWatches is set by a pool that watches the runner's registration deadline itself
+	// (changeWatchRegistration): the runner holds no timer of its own while it registers or
+	// runs. The pool asks it to check its registration (SignalCheckRegistration) when it has
+	// not reported idle or busy within its registration timeout, and the pool's runner listing
+	// stands in for the periodic pod read (a runner whose pod ended goes offline and then gone
+	// at GitHub, and the listing tells it). False: the runner keeps its own deadline timer.
+	PoolWatches bool `json:"poolWatches,omitempty"`
 	// Resume is set only by the runner workflow itself when it continues as new: the
 	// registration and pod it already has and what it has observed. Nil on a first start.
 	Resume *RunnerResume `json:"resume,omitempty"`
@@ -214,6 +221,10 @@ type JobSignal struct {
 type DrainRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
+
+// CheckRegistrationRequest is the pool's SignalCheckRegistration: the runner checks its
+// registration once its own registration timeout has passed (at once if it has).
+type CheckRegistrationRequest struct{}
 
 // ForceRemoveRequest removes a runner now, even while it runs a job (UpdateForceRemove,
 // SignalForceRemove). Reason is required: it is recorded in the runner's history and names

@@ -257,6 +257,8 @@ func (a *App) buildWorkers() {
 		activity.RegisterOptions{Name: workflows.ActivityListPoolOwnership})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).FindEndedWorkflows,
 		activity.RegisterOptions{Name: workflows.ActivityFindEndedWorkflows})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).StartRunnerWorkflows,
+		activity.RegisterOptions{Name: workflows.ActivityStartRunnerWorkflows})
 	if a.cfg.Register != nil {
 		a.cfg.Register(main, a.deps)
 	}
