@@ -16,8 +16,8 @@ import (
 // Actions are Temporal Cloud's billable actions as far as a workflow history shows them,
 // following Temporal's published list (docs.temporal.io/cloud/actions): a workflow start
 // (client, continue-as-new or child), a signal, an activity attempt, a timer, an accepted
-// update, a child workflow start, a search-attribute upsert, and the markers of one workflow
-// task. Queries, activity heartbeats and rejected updates are billed too but leave no event,
+// update, a child workflow start, a search-attribute or memo upsert, and the markers of one
+// workflow task. Queries, activity heartbeats and rejected updates are billed too but leave no event,
 // so they are not here (runnerflow's workflows do not heartbeat; the benchmark's own status
 // queries are not runnerflow's cost).
 type Actions struct {
@@ -104,7 +104,8 @@ func countHistory(events []*historypb.HistoryEvent, since time.Time) HistoryCost
 				markerTasks[attrs.GetWorkflowTaskCompletedEventId()] = true
 				a.Markers++
 			}
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED:
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED, enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+			// Options changed by an operator; a memo upserted (a pool publishing its spec).
 			a.Other++
 		}
 	}

@@ -102,6 +102,11 @@ var (
 	SearchAttrPoolScope   = temporal.NewSearchAttributeKeyKeyword("RunnerPoolScope")
 	SearchAttrPoolLabels  = temporal.NewSearchAttributeKeyKeywordList("RunnerPoolLabels")
 	SearchAttrPoolGroup   = temporal.NewSearchAttributeKeyKeyword("RunnerPoolGroup")
+	// MemoPoolEphemeral is the pool workflow's memo field saying whether its runners are
+	// ephemeral (a bool), kept equal to the spec by the pool (changeEphemeralMemo). The starter
+	// reads it with the pool listing it routes by: a memo needs no registration with the
+	// server, unlike a search attribute, so an upgrade needs no operator step.
+	MemoPoolEphemeral = "ephemeral"
 )
 
 // SearchAttributeTypes lists the custom search attributes and their types, for the server's

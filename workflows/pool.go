@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -94,6 +95,9 @@ func (p *pool) run() error {
 		now := workflow.Now(p.ctx)
 		p.changed = false
 		if err := p.syncSearchAttributes(); err != nil {
+			return err
+		}
+		if err := p.syncMemo(); err != nil {
 			return err
 		}
 		p.pruneReservations(now)
@@ -316,6 +320,26 @@ func (p *pool) syncSearchAttributes() error {
 		return nil
 	}
 	return workflow.UpsertTypedSearchAttributes(p.ctx, updates...)
+}
+
+// changeEphemeralMemo gates the pool publishing MemoPoolEphemeral: the starter then sends a
+// job's completed event on an ephemeral runner to the scale window alone, because the runner
+// ends on its pod's exit and its final report ends its job's reservation (one signal a job
+// fewer).
+const changeEphemeralMemo = "ephemeral-in-memo"
+
+// syncMemo keeps MemoPoolEphemeral equal to the spec, upserting only when it differs.
+func (p *pool) syncMemo() error {
+	if workflow.GetVersion(p.ctx, changeEphemeralMemo, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	want := p.st.Spec.IsEphemeral()
+	var have bool
+	if pl, ok := workflow.GetInfo(p.ctx).Memo.GetFields()[MemoPoolEphemeral]; ok &&
+		converter.GetDefaultDataConverter().FromPayload(pl, &have) == nil && have == want {
+		return nil
+	}
+	return workflow.UpsertMemo(p.ctx, map[string]any{MemoPoolEphemeral: want})
 }
 
 // recordMetrics publishes the pool's gauges through the replay-safe workflow metrics handler.

@@ -26,9 +26,11 @@ import (
 //     runner or ends the reservation, and the runner workflow if there is one;
 //   - completed: release, through the routed pool's window (and the window of the pool whose
 //     runner ran the job, if that is another pool), and tell the runner workflow its job is
-//     done. The window hears every completed event: a runner that is ending when its notice
-//     arrives accepts the signal and never reads it, and the window is what still ends the
-//     job's reservation then;
+//     done unless its pool's runners are ephemeral: such a runner ends when its pod exits
+//     (the pod watcher tells it) and its final report ends its job's reservation, so the
+//     notice would cost a signal a job for nothing. The window hears every completed event:
+//     a runner that is ending when its notice arrives accepts the signal and never reads it,
+//     and the window is what still ends the job's reservation then;
 //   - waiting and anything else: nothing (a waiting job needs no runner until approved).
 //
 // No GitHub API call is made.
@@ -37,6 +39,9 @@ func (h *Handler) onWorkflowJob(ctx context.Context, je jobEvent) answer {
 	case workflows.JobQueued:
 		return h.toWindows(ctx, je)
 	case workflows.JobCompleted:
+		if h.runsEphemeral(je) {
+			return h.toWindows(ctx, je)
+		}
 		return worst(h.toWindows(ctx, je), h.toRunner(ctx, je, workflows.SignalJobCompleted))
 	case workflows.JobInProgress:
 		if je.event.RunnerName == "" {
@@ -120,6 +125,21 @@ func (h *Handler) windowTargets(je jobEvent, routed string) []string {
 		}
 	}
 	return targets
+}
+
+// runsEphemeral reports whether the event names a runner of a pool known to run ephemeral
+// runners (MemoPoolEphemeral).
+func (h *Handler) runsEphemeral(je jobEvent) bool {
+	runnerPool, _, named := je.runnerWorkflow()
+	if !named {
+		return false
+	}
+	for _, p := range h.cfg.Pools.Pools() {
+		if p.Name == runnerPool {
+			return p.Ephemeral
+		}
+	}
+	return false
 }
 
 // knownPool reports whether the table holds a pool of that name.

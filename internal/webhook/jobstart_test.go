@@ -112,3 +112,47 @@ func TestJobStartOfAPoolsOwnRunnerSkipsTheWindow(t *testing.T) {
 		t.Errorf("the other pool's runner got start notices %+v, want one", got)
 	}
 }
+
+// A job's completed event on a runner of an ephemeral pool (the pool's memo says so) reaches
+// the scale window alone: the runner ends with its pod and its final report ends the job's
+// reservation. On a persistent pool's runner the runner hears it too (it goes idle).
+func TestJobEndOfAnEphemeralRunnerGoesToTheWindowAlone(t *testing.T) {
+	eph, pers := unique("notice-eph-"), unique("notice-pers-")
+	ephPool := orgPool(eph, "notice-eph-org", "", "linux")
+	ephPool.Ephemeral = true
+	startPool(t, ephPool)
+	startPool(t, orgPool(pers, "notice-pers-org", "", "linux"))
+	ephRunner := workflows.RunnerName(eph, "abcd", 1)
+	persRunner := workflows.RunnerName(pers, "abcd", 1)
+	startIdle(t, workflows.RunnerWorkflowID(eph, ephRunner), workflows.RunnerWorkflowType, temporal.SearchAttributes{})
+	startIdle(t, workflows.RunnerWorkflowID(pers, persRunner), workflows.RunnerWorkflowType, temporal.SearchAttributes{})
+	h := newHandler(t, eph, pers)
+	completed := func(id int, org, runnerName string) []byte {
+		return fmt.Appendf(nil, `{"action":"completed","workflow_job":{"id":%d,"run_id":1,"status":"completed","conclusion":"success",`+
+			`"created_at":"2026-03-01T12:00:00Z","started_at":"2026-03-01T12:00:07Z","runner_name":%q,"labels":["linux"]},`+
+			`"repository":{"full_name":"%s/app","owner":{"login":%q,"type":"Organization"}}}`, id, runnerName, org, org)
+	}
+	for _, tc := range []struct {
+		pool, org, runner string
+		runnerHears       bool
+	}{
+		{eph, "notice-eph-org", ephRunner, false},
+		{pers, "notice-pers-org", persRunner, true},
+	} {
+		id := "done-" + tc.pool
+		if w := serve(h, delivery("workflow_job", id, completed(700, tc.org, tc.runner))); w.Code != http.StatusAccepted {
+			t.Fatalf("completed on %s: %d %s", tc.runner, w.Code, w.Body)
+		}
+		reached := false
+		for _, ev := range windowEvents(t, tc.pool) {
+			reached = reached || ev.DeliveryID == id
+		}
+		if !reached {
+			t.Errorf("completed on %s did not reach its pool's window", tc.runner)
+		}
+		got := signals[workflows.JobSignal](t, workflows.RunnerWorkflowID(tc.pool, tc.runner), workflows.SignalJobCompleted)
+		if heard := len(got) > 0; heard != tc.runnerHears {
+			t.Errorf("runner %s heard its job's end: %v, want %v", tc.runner, heard, tc.runnerHears)
+		}
+	}
+}

@@ -131,8 +131,8 @@ func hasPool(pools []Pool, name string) bool {
 // idleQueue is a task queue no worker polls.
 const idleQueue = "webhook-test-idle"
 
-// startPool starts an execution of type "pool" with the search attributes a pool workflow
-// publishes.
+// startPool starts an execution of type "pool" with the search attributes (and the memo) a
+// pool workflow publishes.
 func startPool(t testing.TB, p Pool) {
 	t.Helper()
 	attrs := []temporal.SearchAttributeUpdate{
@@ -143,14 +143,23 @@ func startPool(t testing.TB, p Pool) {
 	if p.Group != "" {
 		attrs = append(attrs, workflows.SearchAttrPoolGroup.ValueSet(p.Group))
 	}
-	startIdle(t, workflows.PoolWorkflowID(p.Name), workflows.PoolWorkflowType, temporal.NewSearchAttributes(attrs...))
+	var memo map[string]any
+	if p.Ephemeral {
+		memo = map[string]any{workflows.MemoPoolEphemeral: true}
+	}
+	startIdleWithMemo(t, workflows.PoolWorkflowID(p.Name), workflows.PoolWorkflowType, temporal.NewSearchAttributes(attrs...), memo)
 }
 
 // startIdle starts a workflow that no worker runs and terminates it when the test ends.
 func startIdle(t testing.TB, id, workflowType string, attrs temporal.SearchAttributes) {
 	t.Helper()
+	startIdleWithMemo(t, id, workflowType, attrs, nil)
+}
+
+func startIdleWithMemo(t testing.TB, id, workflowType string, attrs temporal.SearchAttributes, memo map[string]any) {
+	t.Helper()
 	ctx := context.Background()
-	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: idleQueue, TypedSearchAttributes: attrs}, workflowType)
+	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: idleQueue, TypedSearchAttributes: attrs, Memo: memo}, workflowType)
 	if err != nil {
 		t.Fatal(err)
 	}

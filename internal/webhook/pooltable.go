@@ -140,6 +140,7 @@ func listPools(ctx context.Context, lister PoolLister) ([]Pool, error) {
 		}
 		for _, e := range resp.GetExecutions() {
 			if p, ok := poolFromAttributes(e.GetExecution().GetWorkflowId(), e.GetSearchAttributes()); ok {
+				decodeAttr(e.GetMemo().GetFields(), workflows.MemoPoolEphemeral, &p.Ephemeral)
 				pools = append(pools, p)
 			}
 		}
@@ -177,7 +178,8 @@ func poolFromAttributes(workflowID string, sa *commonpb.SearchAttributes) (Pool,
 	return p, true
 }
 
-// decodeAttr decodes one search attribute into v, leaving v alone if it is absent or unreadable.
+// decodeAttr decodes one search attribute (or memo field) into v, leaving v alone if it is
+// absent or unreadable.
 func decodeAttr(fields map[string]*commonpb.Payload, name string, v any) {
 	if pl, ok := fields[name]; ok {
 		_ = converter.GetDefaultDataConverter().FromPayload(pl, v)

@@ -18,6 +18,9 @@ type Pool struct {
 	Labels []string
 	// Group is the pool's runner group; empty means the scope's default group.
 	Group string
+	// Ephemeral is the pool's workflow memo MemoPoolEphemeral: its runners end with their job.
+	// False also when the pool does not publish it (a pool started by an older release).
+	Ephemeral bool
 }
 
 // JobTarget is what routing needs to know about a workflow_job event.
