@@ -7,6 +7,7 @@ import (
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/kubewrites"
@@ -262,9 +263,20 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, nil); err != nil {
 		return res, err
 	}
+	// A pool decides to start a runner when it issues the runner's start: a child workflow
+	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
 	noteDecision := func(ev *historypb.HistoryEvent) {
+		at := ev.GetEventTime().AsTime()
 		if id := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(); id != "" {
-			decided[runnerName(id)] = ev.GetEventTime().AsTime()
+			decided[runnerName(id)] = at
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == workflows.ActivityStartRunnerWorkflows {
+			var in workflows.StartRunnerWorkflowsInput
+			if converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &in) == nil {
+				for _, r := range in.Runners {
+					decided[r.Name] = at
+				}
+			}
 		}
 	}
 	if res.PoolWorkflows, err = historyCost(ctx, b.e.c, idQuery(workflows.PoolWorkflowID, b.pools), b.start, noteDecision); err != nil {
