@@ -41,7 +41,7 @@ func printTable(w io.Writer, r Results) {
 	for _, b := range r.Bursts {
 		k := b.Kubernetes
 		row(tw, fmt.Sprintf("4 Kubernetes writes, N=%d", b.Jobs), "per runner lifecycle; per job",
-			fmt.Sprintf("%.2f (%d writes / %d runners); %.2f per job", k.PerRunner, k.Writes, b.Runners, k.PerJob))
+			fmt.Sprintf("%.2f (%d writes / %d runners); %.2f per job; besides, %d renewals of the pod watcher's Lease", k.PerRunner, k.Writes, b.Runners, k.PerJob, k.LeaseWrites))
 		row(tw, "", "by kind", byCount(k.ByKind))
 	}
 	printMemory(tw, r.Memory)

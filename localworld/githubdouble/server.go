@@ -49,8 +49,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives debug logs (never credentials); nil discards them.
 	Logger *slog.Logger
-	// WebhookWorkers is the number of delivery goroutines; 0 means 4. With 1, deliveries leave
-	// in the order the events happened.
+	// WebhookWorkers is the number of delivery goroutines; 0 means 32: GitHub sends each
+	// delivery on its own, so a burst of jobs reaches a hook as many concurrent requests. With
+	// 1, deliveries leave in the order the events happened.
 	WebhookWorkers int
 	// WebhookQueueSize bounds the delivery queue; 0 means 10000. A delivery that does not fit
 	// is recorded as failed and not sent.
@@ -130,7 +131,7 @@ func applyDefaults(cfg *Config) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.WebhookWorkers == 0 {
-		cfg.WebhookWorkers = 4
+		cfg.WebhookWorkers = 32
 	}
 	if cfg.WebhookQueueSize == 0 {
 		cfg.WebhookQueueSize = 10000
