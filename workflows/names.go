@@ -81,8 +81,11 @@ const (
 	// SignalPause and SignalResume stop and restart scaling decisions (OperatorRequest).
 	SignalPause  = "pause"
 	SignalResume = "resume"
-	// UpdateReservations applies one scale window's batch of workflow_job events (ReservationBatch).
+	// UpdateReservations applies one scale window's batch of workflow_job events (ReservationBatch);
+	// SignalReservations is the same batch as a signal, as scale windows send it since
+	// changeSignalPool.
 	UpdateReservations = "reservations"
+	SignalReservations = "reservations"
 )
 
 // Signals of the scale-window workflow.

@@ -43,6 +43,7 @@ func (p *pool) receiveSignals() {
 	receive(p, SignalPause, func(r OperatorRequest) { p.setMode(PoolPaused, r.Reason) })
 	receive(p, SignalResume, func(r OperatorRequest) { p.setMode(PoolActive, r.Reason) })
 	receive(p, SignalDrain, func(r DrainRequest) { p.setMode(PoolDraining, r.Reason) })
+	receive(p, SignalReservations, func(b ReservationBatch) { _, _ = p.reserve(p.ctx, b) })
 }
 
 func receive[T any](p *pool, name string, handle func(T)) {

@@ -168,3 +168,24 @@ func TestPoolSignalsCheckRegistrationToASilentRunner(t *testing.T) {
 		t.Errorf("asked at %v, want about %v (one registration timeout after its start)", asked[0].at, want)
 	}
 }
+
+// A scale window's batch that arrives as a signal (changeSignalPool) reserves and releases as
+// the update did: queued jobs start runners, their completed events end the reservations, and a
+// batch delivered twice changes nothing.
+func TestPoolTakesReservationBatchesBySignal(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(5), ptr(false)
+	queued := reserve(JobQueued, 11, 12)
+	queued.WindowID = "scale-window/linux/run-1/opening"
+	h.at(time.Minute, func() { h.signal(SignalReservations, queued) })
+	h.at(time.Minute+time.Second, func() { h.signal(SignalReservations, queued) })
+	h.check(2*time.Minute, "two runners for two queued jobs", func(st PoolStatus) bool {
+		return st.Reservations == 2 && len(st.Runners) == 2
+	})
+	h.at(3*time.Minute, func() { h.signal(SignalReservations, reserve(JobCompleted, 11, 12)) })
+	end := h.run(spec, 4*time.Minute)
+	if end.Reservations != 0 || end.Totals.Started != 2 {
+		t.Errorf("at the end: %d reservations, %d runners started; want 0 and 2", end.Reservations, end.Totals.Started)
+	}
+}

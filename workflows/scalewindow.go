@@ -27,8 +27,11 @@ type ScaleWindowResult struct {
 	Events int `json:"events"`
 	// Duplicates counts events dropped as redeliveries (same delivery id, or same job and action).
 	Duplicates int `json:"duplicates"`
-	// Applied is the pool's answer to the batch; zero when no batch was sent or it failed.
+	// Applied is the pool's answer to the batch; zero when no batch was sent or it failed, and
+	// since changeSignalPool (a signal has no answer: see Signalled).
 	Applied ReservationBatchResult `json:"applied"`
+	// Signalled counts the events handed to the pool by signal (changeSignalPool).
+	Signalled int `json:"signalled,omitempty"`
 	// UpdateError is set when the pool did not take the batch (pool gone, batch rejected).
 	UpdateError string `json:"updateError,omitempty"`
 	// Carried is the number of events handed to the next run.
@@ -55,7 +58,8 @@ type UpdatePoolReservationsInput struct {
 }
 
 // ScaleWindowWorkflow collects a pool's workflow_job events for one window (from its first
-// event), drops duplicates, and applies them to the pool with one UpdateReservations update.
+// event), drops duplicates, and hands them to the pool with one SignalReservations signal (an
+// UpdateReservations update through an activity before changeSignalPool).
 // Events arrive one per SignalWorkflowJob or in batches of SignalWorkflowJobs (the starter's
 // group commit); both are the same events to the window, deduplicated alike.
 // Events that arrive while that update is in flight are drained and open the next window, in
@@ -77,6 +81,8 @@ type UpdatePoolReservationsInput struct {
 //   - changeOpenAtOnce (1): the opening batch of an idle pool's window is applied at once.
 //   - changeRunSpansWindows (1): events that arrive during a window's update open the next
 //     window in the same run, until Temporal suggests continuing as new.
+//   - changeSignalPool (1): a batch goes to the pool as a SignalReservations signal from the
+//     window itself instead of an UpdatePoolReservations activity sending the pool an update.
 func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
 	if in.Pool == "" {
 		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)
@@ -116,6 +122,9 @@ const changeOpenAtOnce = "open-at-once"
 
 // changeRunSpansWindows gates running the next window in the same run (nextWindowInThisRun).
 const changeRunSpansWindows = "run-spans-windows"
+
+// changeSignalPool gates handing a batch to the pool by signal (see applyToPool).
+const changeSignalPool = "signal-pool"
 
 // ScaleWindowStatus answers the window's status query: what it holds and whether the pool
 // has taken it yet (a window whose pool is unreachable keeps its events and says so here).
@@ -276,6 +285,10 @@ func (w *scaleWindow) applyToPool(ctx workflow.Context, suffix string) {
 	info := workflow.GetInfo(ctx)
 	id := info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID + suffix
 	batch := w.events[w.sent:]
+	if workflow.GetVersion(ctx, changeSignalPool, workflow.DefaultVersion, 1) >= 1 {
+		w.signalPool(ctx, ReservationBatch{WindowID: id, Events: batch})
+		return
+	}
 	out, err := updatePoolReservations(ctx, UpdatePoolReservationsInput{
 		Pool:     w.in.Pool,
 		UpdateID: id,
@@ -291,6 +304,24 @@ func (w *scaleWindow) applyToPool(ctx workflow.Context, suffix string) {
 	w.result.Applied.Released += out.Released
 	w.result.Applied.Expired += out.Expired
 	w.result.Applied.Active = out.Active
+}
+
+// signalPool hands the batch to the pool as a signal: one billable action where the activity
+// and the update it sent were two, and the batch is durable in the pool's history as soon as the
+// server took the signal, whether or not the pool's worker runs at that moment (an update waits
+// for the pool's worker). The pool applies a batch as it applied the update (by job and action,
+// so a batch delivered twice changes nothing), without an answer; a pool that does not exist
+// fails the signal, which is recorded like a refused update, so the events still waiting in the
+// channel reach the next window.
+func (w *scaleWindow) signalPool(ctx workflow.Context, batch ReservationBatch) {
+	err := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(w.in.Pool), "", SignalReservations, batch).Get(ctx, nil)
+	w.sent = len(w.events)
+	if err != nil {
+		w.result.UpdateError = err.Error()
+		w.logger.Error("pool did not take the scale window's batch", "events", len(batch.Events), "error", err)
+		return
+	}
+	w.result.Signalled += len(batch.Events)
 }
 
 // setupQuery answers QueryStatus with what the window holds.

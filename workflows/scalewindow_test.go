@@ -15,7 +15,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// windowTest is a scale window under the test environment with a recording pool update.
+// windowTest is a scale window under the test environment with a recording pool update. It
+// runs the window as released before changeSignalPool (the update path, which windows started
+// by that release still take); signalWindowTest runs the signal path.
 type windowTest struct {
 	env     *testsuite.TestWorkflowEnvironment
 	batches []UpdatePoolReservationsInput
@@ -31,6 +33,7 @@ func newWindowTest(t *testing.T) *windowTest {
 	wt.env.RegisterActivityWithOptions(func(context.Context, UpdatePoolReservationsInput) (ReservationBatchResult, error) {
 		return ReservationBatchResult{}, errors.New("not mocked")
 	}, activity.RegisterOptions{Name: ActivityUpdatePoolReservations})
+	wt.env.OnGetVersion(changeSignalPool, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	return wt
 }
 
@@ -486,4 +489,82 @@ func TestScaleWindowCarriesABatchThatArrivesDuringItsUpdate(t *testing.T) {
 	if got := jobIDs(next.Carried); !equalIDs(got, []int64{7, 8}) {
 		t.Errorf("carried jobs %v, want [7 8] (the redelivery of job 1 dropped)", got)
 	}
+}
+
+// signalWindowTest is a scale window that hands its batches to the pool by signal
+// (changeSignalPool), with the pool played by the external-signal mock.
+type signalWindowTest struct {
+	env     *testsuite.TestWorkflowEnvironment
+	batches []ReservationBatch
+	sentAt  []time.Time
+	// poolGone makes every signal to the pool fail as it does for a pool with no workflow.
+	poolGone bool
+}
+
+func newSignalWindowTest(t *testing.T) *signalWindowTest {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	wt := &signalWindowTest{env: s.NewTestWorkflowEnvironment()}
+	wt.env.RegisterWorkflowWithOptions(ScaleWindowWorkflow, workflow.RegisterOptions{Name: ScaleWindowWorkflowType})
+	wt.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("linux"), "", SignalReservations, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			if wt.poolGone {
+				return &temporal.UnknownExternalWorkflowExecutionError{}
+			}
+			wt.batches = append(wt.batches, arg.(ReservationBatch))
+			wt.sentAt = append(wt.sentAt, wt.env.Now())
+			return nil
+		})
+	return wt
+}
+
+// A window that signals its pool sends the opening event at once and the rest of its window in
+// one more signal, each job and action once, with no activity and no update; its result counts
+// what it handed over.
+func TestScaleWindowSignalsItsBatchesToThePool(t *testing.T) {
+	wt := newSignalWindowTest(t)
+	send := func(d time.Duration, events ...WorkflowJobEvent) {
+		wt.env.RegisterDelayedCallback(func() { wt.env.SignalWorkflow(SignalWorkflowJobs, WorkflowJobsSignal{Events: events}) }, d)
+	}
+	send(0, ev("d1", 1, JobQueued))
+	send(time.Second, ev("d2", 2, JobQueued), ev("d1-again", 1, JobQueued))
+	send(2*time.Second, ev("d3", 1, JobCompleted))
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
+
+	var res ScaleWindowResult
+	if err := wt.env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	if len(wt.batches) != 2 || !equalIDs(jobIDs(wt.batches[0].Events), []int64{1}) || !equalIDs(jobIDs(wt.batches[1].Events), []int64{2, 1}) {
+		t.Fatalf("signalled batches %+v, want [1] at once, then [2 1]", wt.batches)
+	}
+	if wt.sentAt[1].Sub(wt.sentAt[0]) < DefaultScaleWindow {
+		t.Errorf("the window's batch left %v after the opening one, before its window closed", wt.sentAt[1].Sub(wt.sentAt[0]))
+	}
+	if wt.batches[0].WindowID == wt.batches[1].WindowID {
+		t.Errorf("both batches carry window id %q: the pool tells a run's batches apart by it", wt.batches[0].WindowID)
+	}
+	if res.Signalled != 3 || res.Duplicates != 1 || res.UpdateError != "" {
+		t.Errorf("result %+v, want 3 events signalled, 1 duplicate dropped", res)
+	}
+}
+
+// A window whose pool has no workflow records the failure and ends; nothing waits for ever.
+func TestScaleWindowRecordsAPoolThatIsGone(t *testing.T) {
+	wt := newSignalWindowTest(t)
+	wt.poolGone = true
+	wt.signalAt(0, ev("d1", 1, JobQueued))
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
+
+	var res ScaleWindowResult
+	if err := wt.env.GetWorkflowResult(&res); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	if res.UpdateError == "" || res.Signalled != 0 || res.Events != 1 {
+		t.Errorf("result %+v, want the failure recorded for 1 event", res)
+	}
+}
+
+func (wt *signalWindowTest) signalAt(d time.Duration, ev WorkflowJobEvent) {
+	wt.env.RegisterDelayedCallback(func() { wt.env.SignalWorkflow(SignalWorkflowJob, ev) }, d)
 }
