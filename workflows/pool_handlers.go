@@ -131,18 +131,35 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 		return
 	}
 	now := workflow.Now(p.ctx)
+	startedAt := p.st.Runners[i].StartedAt
 	p.endJob(&p.st.Runners[i])
 	p.st.Runners = slices.Delete(p.st.Runners, i, i+1)
 	p.st.Finished = appendBounded(p.st.Finished, FinishedRunner{Name: name, State: state, At: now, Reason: reason}, PoolFinishedKept)
 	p.st.Totals.Finished++
 	if state == RunnerFailed {
 		p.st.Totals.Failed++
+		if !countsAsNewFailure(p.st.Failures, startedAt, p.st.StartNotBefore) &&
+			workflow.GetVersion(p.ctx, changeFailuresByStart, workflow.DefaultVersion, 1) >= 1 {
+			p.logger.Warn("Runner failed; started before the backoff in force, which it keeps", "runner", name, "reason", reason)
+			p.changed = true
+			return
+		}
 		p.st.Failures++
 		backoff := min(PoolFailureBackoff<<min(p.st.Failures-1, 16), PoolFailureBackoffMax)
 		p.st.StartNotBefore = now.Add(backoff)
 		p.logger.Warn("Runner failed", "runner", name, "reason", reason, "backoff", backoff)
 	}
 	p.changed = true
+}
+
+// countsAsNewFailure reports whether a failed runner doubles the pool's failure backoff: the
+// first failure in a row does, and so does a runner started once the backoff in force had
+// passed (a start after the last failure, which failed again). Runners that were already
+// starting when that failure was counted failed with it — a burst's runners that never came
+// online through one outage, a broken template's first batch — and keep the backoff as it is,
+// so a burst of 20 such runners waits 30 s, not the 10-minute maximum (changeFailuresByStart).
+func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool {
+	return failures == 0 || !startedAt.Before(startNotBefore)
 }
 
 // Pool change ids (workflow.GetVersion), one line each:
@@ -159,6 +176,9 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 //     reported idle), and the pool keeps its wake-up timer across iterations unless an earlier
 //     wake comes; warm work waits WarmRefillSettle after the pool last started runners (a
 //     burst's webhooks arrive over several scale windows).
+//   - changeFailuresByStart (1): a failed runner started before the backoff in force had
+//     passed keeps that backoff instead of doubling it (countsAsNewFailure), now that a runner
+//     that never came online ends and leaves its replacement to the pool.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -166,6 +186,7 @@ const (
 	changeEndJobWithRunner = "end-job-with-runner"
 	changeNewSpecRules     = "new-spec-rules"
 	changeLeanRunners      = "lean-runners"
+	changeFailuresByStart  = "failures-by-start"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has

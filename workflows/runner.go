@@ -43,6 +43,12 @@ import (
 //     ephemeral runner ends on its job's completed notice or its pod's exit, whichever comes
 //     first (before, it waited for the pod's exit after the notice).
 //
+//   - changeNeverOnlineEnds (1): a runner that never came online (decideRegistration's
+//     verdictNeverOnline) ends — removes its registration unless GitHub has none, deletes its
+//     Secret (its pod goes with it), reports failed to its pool with NeverOnlineReason — instead
+//     of registering again in its own workflow up to MaxRegistrationAttempts: the pool, not the
+//     runner, decides whether another runner is needed.
+//
 // Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
 // forceRemove only once one arrived, and no history written before it has one; without it the
 // runner issues the commands it always did.
@@ -57,8 +63,9 @@ import (
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
-// with error type ErrRunnerFailed) only when the runner never came online within
-// MaxRegistrationAttempts or an activity failed for good; otherwise it returns the runner's end.
+// with error type ErrRunnerFailed) only when the runner never came online (since
+// changeNeverOnlineEnds, after its one registration; before, within MaxRegistrationAttempts)
+// or an activity failed for good; otherwise it returns the runner's end.
 func RunnerWorkflow(ctx workflow.Context, in RunnerInput) (RunnerResult, error) {
 	r := newRunner(ctx, in)
 	if err := in.validate(); err != nil {
@@ -131,7 +138,8 @@ func newRunner(ctx workflow.Context, in RunnerInput) *runner {
 }
 
 // run reads as the runner's lifecycle: register and start a pod, watch it, and either finish
-// (unregister, delete) or, if the runner never came online, tear down and try again.
+// (unregister, delete) or, if the runner never came online, tear down and end for its pool to
+// decide (histories before changeNeverOnlineEnds tear down and try again).
 func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 	r.lean = workflow.GetVersion(ctx, changeLeanLifecycle, workflow.DefaultVersion, 1) >= 1
 	r.limits.endWithJob = r.lean && r.limits.ephemeral
@@ -168,6 +176,9 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 			}
 			return r.finish(ctx, end)
 		}
+		if workflow.GetVersion(ctx, changeNeverOnlineEnds, workflow.DefaultVersion, 1) >= 1 {
+			return r.neverOnline(ctx, end)
+		}
 		r.log.Warn("Runner did not come online; registering again", "attempt", r.attempt, "reason", end.reason)
 		if err := r.cleanup(ctx, end); err != nil {
 			return r.fail(ctx, err)
@@ -178,6 +189,25 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 		}
 	}
 }
+
+// neverOnline ends a runner that never came online (its pod never started, or its runner never
+// connected): it removes what it made — the registration unless GitHub has none, the Secret
+// and with it the pod — and fails visibly, reporting failed to its pool with a reason that
+// says so. It registers no other runner: whether another is needed is its pool's decision
+// (Decide starts what desired needs, after the pool's failure backoff).
+func (r *runner) neverOnline(ctx workflow.Context, end ending) (RunnerResult, error) {
+	r.log.Warn("Runner never came online; ending it for its pool to decide", "attempt", r.attempt, "reason", end.reason)
+	end.kind = endNeverOnline
+	r.obs.setBusy(false)
+	if err := r.cleanup(ctx, end); err != nil {
+		return r.fail(ctx, err)
+	}
+	return r.fail(ctx, temporal.NewNonRetryableApplicationError(NeverOnlineReason+": "+end.reason, ErrRunnerFailed, nil))
+}
+
+// NeverOnlineReason begins the reason of a runner that ended because it never came online
+// (changeNeverOnlineEnds): its final report to the pool is failed with this reason.
+const NeverOnlineReason = "never came online"
 
 // registerAndStart registers the runner at GitHub (credential into the Secret), creates its
 // pod and makes the pod own the Secret. The first attempt of a runner started with a warm
@@ -405,6 +435,7 @@ const (
 	changeEphemeralDoneDrains = "ephemeral-done-drains"
 	changeReadNotGuess        = "registration-check-reads"
 	changeLeanLifecycle       = "lean-lifecycle"
+	changeNeverOnlineEnds     = "never-online-ends"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.

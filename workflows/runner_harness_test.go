@@ -113,6 +113,13 @@ func (h *runnerHarness) withPool() *runnerHarness {
 	return h
 }
 
+// before runs the workflow as a history written before the change id: GetVersion answers
+// DefaultVersion for it, as it does when an old history replays.
+func (h *runnerHarness) before(changeID string) *runnerHarness {
+	h.env.OnGetVersion(changeID, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	return h
+}
+
 // withoutPool makes the pool workflow unknown, as for a runner started on its own.
 func (h *runnerHarness) withoutPool() *runnerHarness {
 	h.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID(runnerTestPool), "", SignalRunnerState, mock.Anything).Return(

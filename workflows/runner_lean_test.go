@@ -51,7 +51,7 @@ func TestRunnerStartedWithSearchAttributesWritesOnlyLiveStates(t *testing.T) {
 // A runner that registers again deletes its old pod itself: the next attempt's pod takes the
 // same name, and the garbage collector would take the old one only some time later.
 func TestRunnerRegisteringAgainDeletesItsSecretOwnedPodFirst(t *testing.T) {
-	h := newRunnerHarness(t).withPool()
+	h := newRunnerHarness(t).withPool().before(changeNeverOnlineEnds)
 	h.ownedRegistered(7, "uid-1", "uid-2")
 	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
 	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7}, nil).Once()

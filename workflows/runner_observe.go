@@ -43,12 +43,16 @@ type endKind int
 const (
 	// endFinish: unregister, delete, report done.
 	endFinish endKind = iota
-	// endReregister: the runner never came online; tear down and register again.
+	// endReregister: the runner never came online; tear down and register again (or, since
+	// changeNeverOnlineEnds, end as endNeverOnline).
 	endReregister
 	// endContinueAsNew: the history is long; carry on in a new run.
 	endContinueAsNew
 	// endCancelled: the workflow was cancelled; clean up and stop.
 	endCancelled
+	// endNeverOnline: the runner never came online; tear down and end, for the pool to decide
+	// whether another runner is needed (changeNeverOnlineEnds).
+	endNeverOnline
 )
 
 // ending says why a runner's watch ended and what its cleanup needs.

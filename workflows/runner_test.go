@@ -103,8 +103,10 @@ func TestRunnerWithoutPoolStillCompletes(t *testing.T) {
 	}
 }
 
+// Before changeNeverOnlineEnds, a runner that never came online registered again in its own
+// workflow.
 func TestRunnerRegistrationTimeoutRegistersAgain(t *testing.T) {
-	h := newRunnerHarness(t).withPool()
+	h := newRunnerHarness(t).withPool().before(changeNeverOnlineEnds)
 	h.registered(7, "uid-1", "uid-2")
 	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
 	h.env.OnActivity(ActivityGetRunner, mock.Anything, RunnerRef{Scope: Scope{Organization: "acme"}, RunnerID: 7, Name: runnerTestName}).
@@ -132,7 +134,7 @@ func TestRunnerRegistrationTimeoutRegistersAgain(t *testing.T) {
 }
 
 func TestRunnerRegistrationLimitFailsVisibly(t *testing.T) {
-	h := newRunnerHarness(t).withPool()
+	h := newRunnerHarness(t).withPool().before(changeNeverOnlineEnds)
 	h.registered(7, "uid-1", "uid-2", "uid-3")
 	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodRunning})
 	// Registered at GitHub every time, never connected: the one case for a fresh registration.

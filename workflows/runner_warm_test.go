@@ -46,7 +46,7 @@ func TestRunnerWithWarmRegistrationStartsWithoutRegistering(t *testing.T) {
 // If the warm registration's pod never brings the runner online, the registration is removed
 // like any other and the next attempt registers normally.
 func TestRunnerWithWarmRegistrationRegistersOnItsNextAttempt(t *testing.T) {
-	h := newRunnerHarness(t).withPool()
+	h := newRunnerHarness(t).withPool().before(changeNeverOnlineEnds)
 	h.env.OnActivity(ActivityCreateRunnerPod, mock.Anything, mock.Anything).Return(CreateRunnerPodOutput{UID: "uid-1"}, nil).Once()
 	h.env.OnActivity(ActivityCreateRunnerPod, mock.Anything, mock.Anything).Return(CreateRunnerPodOutput{UID: "uid-2"}, nil).Once()
 	h.env.OnActivity(ActivitySetSecretOwner, mock.Anything, mock.Anything).Return(Nothing{}, nil).Twice()
