@@ -179,6 +179,8 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //   - changeFailuresByStart (1): a failed runner started before the backoff in force had
 //     passed keeps that backoff instead of doubling it (countsAsNewFailure), now that a runner
 //     that never came online ends and leaves its replacement to the pool.
+//   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
+//     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -187,6 +189,8 @@ const (
 	changeNewSpecRules     = "new-spec-rules"
 	changeLeanRunners      = "lean-runners"
 	changeFailuresByStart  = "failures-by-start"
+	// Reservations count from their events' own times (the list above).
+	changeReservationsFromEventTimes = "reservations-from-event-times"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
@@ -368,6 +372,9 @@ func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationB
 	params := p.reservationParams(now)
 	if hasAction(batch, JobInProgress) && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		params.Pool = p.st.Spec.Name
+	}
+	if hasEventTimes(batch) && workflow.GetVersion(p.ctx, changeReservationsFromEventTimes, workflow.DefaultVersion, 1) >= 1 {
+		params.EventTimes = true
 	}
 	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, params)
 	if params.Pool != "" {

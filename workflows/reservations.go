@@ -16,6 +16,10 @@ type ReservationParams struct {
 	// are waiting for capacity and get their expiry clock restarted, so a long backlog does not
 	// expire while it waits. A negative value means no limit.
 	MaxReplicas int
+	// EventTimes makes a queued job's reservation count its duration from its event's own
+	// time (WorkflowJobEvent.At, never later than Now) instead of from Now. False keeps the
+	// old rule (histories recorded before it).
+	EventTimes bool
 	// Pool is the pool whose book this is. When set, an in_progress event naming a runner that
 	// is not one of this pool's ends the job's reservation here: another pool's runner (or a
 	// runner runnerflow does not run) took the job, so no runner of this pool will. Empty keeps
@@ -46,7 +50,11 @@ func (s ReservationState) Holds(job int64, now time.Time) bool {
 //
 // The rules, keyed by job so that duplicated or reordered webhooks cannot skew the count:
 //   - queued reserves capacity for that job, once: a second queued event for a job that holds a
-//     reservation, or whose completion was already seen, adds nothing;
+//     reservation, or whose completion was already seen, adds nothing. With EventTimes, the
+//     reservation's duration counts from the event's own time (its At, or Now if At is zero or
+//     later than Now), so a batch that reaches the pool late holds capacity only for what is
+//     left of its events' durations; one whose duration has run out already reserves nothing
+//     (it is counted expired);
 //   - completed removes that job's own reservation (never another job's) and remembers the job
 //     for ReleasedJobMemory, so a queued event delivered after its completion adds nothing;
 //   - waiting changes nothing: a waiting job cannot use a runner until it is approved (GitHub
@@ -80,7 +88,7 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 		}
 		switch ev.Action {
 		case JobQueued:
-			if book.reserve(ev.JobID, p) {
+			if book.reserve(ev.JobID, reservedSince(ev, p), p.Duration) {
 				res.Added++
 			}
 		case JobCompleted:
@@ -98,6 +106,12 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 	out := book.state()
 	res.Active = out.Active(p.Now)
 	return out, res
+}
+
+// hasEventTimes reports whether a batch has a queued event that carries its own time, the
+// only case where EventTimes changes what the batch does.
+func hasEventTimes(batch ReservationBatch) bool {
+	return slices.ContainsFunc(batch.Events, func(ev WorkflowJobEvent) bool { return ev.Action == JobQueued && !ev.At.IsZero() })
 }
 
 // servedElsewhere reports whether an in_progress event names a runner that is not one of
@@ -134,15 +148,26 @@ func newReservationBook(s ReservationState, now time.Time) *reservationBook {
 	return b
 }
 
-// reserve adds a reservation for the job unless it already holds one or has completed.
-func (b *reservationBook) reserve(job int64, p ReservationParams) bool {
+// reservedSince is when a queued event's reservation starts counting its duration: Now, or
+// with EventTimes the event's own time, never later than Now (a clock ahead of the pool's
+// must not extend a reservation either).
+func reservedSince(ev WorkflowJobEvent, p ReservationParams) time.Time {
+	if !p.EventTimes || ev.At.IsZero() || ev.At.After(p.Now) {
+		return p.Now
+	}
+	return ev.At
+}
+
+// reserve adds a reservation for the job, held from since for d, unless it already holds one
+// or has completed.
+func (b *reservationBook) reserve(job int64, since time.Time, d time.Duration) bool {
 	if _, ok := b.reservations[job]; ok {
 		return false
 	}
 	if _, ok := b.released[job]; ok {
 		return false
 	}
-	b.reservations[job] = Reservation{JobID: job, ExpiresAt: p.Now.Add(p.Duration), Duration: p.Duration}
+	b.reservations[job] = Reservation{JobID: job, ExpiresAt: since.Add(d), Duration: d}
 	return true
 }
 

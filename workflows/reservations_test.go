@@ -10,6 +10,10 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func queued(job int64) WorkflowJobEvent { return WorkflowJobEvent{JobID: job, Action: JobQueued} }
 
+func queuedAt(job int64, at time.Time) WorkflowJobEvent {
+	return WorkflowJobEvent{JobID: job, Action: JobQueued, At: at}
+}
+
 func completed(job int64, conclusion, runner string) WorkflowJobEvent {
 	return WorkflowJobEvent{JobID: job, Action: JobCompleted, Conclusion: conclusion, RunnerName: runner}
 }
@@ -27,6 +31,7 @@ func TestApplyReservationBatch(t *testing.T) {
 	p := ReservationParams{Now: t0, Duration: d, MaxReplicas: -1}
 	withMax := func(max int) ReservationParams { q := p; q.MaxReplicas = max; return q }
 	withPool := func(pool string) ReservationParams { q := p; q.Pool = pool; return q }
+	eventTimes := func(max int) ReservationParams { q := p; q.EventTimes = true; q.MaxReplicas = max; return q }
 	forget := t0.Add(ReleasedJobMemory)
 
 	tests := []struct {
@@ -196,6 +201,43 @@ func TestApplyReservationBatch(t *testing.T) {
 			Released:     []ReleasedJob{rel(3, forget), rel(6, forget)},
 		},
 		result: ReservationBatchResult{Added: 2, Released: 1, Expired: 1, Active: 3},
+	}, {
+		name:   "event times: a reservation counts from its queued event's own time",
+		batch:  batchOf(queuedAt(1, t0.Add(-3*time.Minute)), queuedAt(2, t0.Add(-time.Second))),
+		params: eventTimes(-1),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(7*time.Minute), d), res(2, t0.Add(d-time.Second), d)}},
+		result: ReservationBatchResult{Added: 2, Active: 2},
+	}, {
+		name:   "event times: a batch held back past its events' duration reserves nothing",
+		batch:  batchOf(queuedAt(1, t0.Add(-d)), queuedAt(2, t0.Add(-15*time.Minute)), queuedAt(3, t0.Add(-d+time.Second))),
+		params: eventTimes(-1),
+		want:   ReservationState{Reservations: []Reservation{res(3, t0.Add(time.Second), d)}},
+		result: ReservationBatchResult{Added: 3, Expired: 2, Active: 1},
+	}, {
+		name:   "event times: a time ahead of the pool's clock counts from now; no time counts from now",
+		batch:  batchOf(queuedAt(1, t0.Add(time.Hour)), queued(2)),
+		params: eventTimes(-1),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d), res(2, t0.Add(d), d)}},
+		result: ReservationBatchResult{Added: 2, Active: 2},
+	}, {
+		name:   "event times off (histories before the rule): a late batch counts from now",
+		batch:  batchOf(queuedAt(1, t0.Add(-15*time.Minute))),
+		params: p,
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(d), d)}},
+		result: ReservationBatchResult{Added: 1, Active: 1},
+	}, {
+		name:   "event times: a redelivered queued event keeps its reservation's clock",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0.Add(2*time.Minute), d)}},
+		batch:  batchOf(queuedAt(1, t0)),
+		params: eventTimes(-1),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(2*time.Minute), d)}},
+		result: ReservationBatchResult{Active: 1},
+	}, {
+		name:   "event times: a backlog beyond max still restarts its clocks from now",
+		batch:  batchOf(queuedAt(1, t0.Add(-5*time.Minute)), queuedAt(2, t0.Add(-5*time.Minute))),
+		params: eventTimes(1),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(5*time.Minute), d), res(2, t0.Add(d), d)}},
+		result: ReservationBatchResult{Added: 2, Active: 2},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

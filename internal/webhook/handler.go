@@ -161,6 +161,9 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, delivery, event
 		if err != nil {
 			return answer{http.StatusBadRequest, OutcomeMalformed, "workflow_job: " + err.Error()}, ""
 		}
+		// The event's own time: its pool counts a queued job's reservation from it, however
+		// long the batch then waits to reach the pool (WorkflowJobEvent.At).
+		je.event.At = time.Now().UTC()
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 		defer cancel()
 		return h.onWorkflowJob(ctx, je), je.event.Action
