@@ -71,8 +71,9 @@ func (a *GitHubActivities) RemoveRunner(ctx context.Context, in workflows.Runner
 	return workflows.RemoveRunnerOutput{Removed: true}, nil
 }
 
-// ListRunners lists a scope's runners whose names start with in.NamePrefix, sorted by name:
-// one paginated listing, O(scopes) calls rather than O(runners).
+// ListRunners lists a scope's runners whose names start with in.NamePrefix (and with one of
+// in.NamePrefixes when set), sorted by name: one paginated listing, O(scopes) calls rather than
+// O(runners).
 func (a *GitHubActivities) ListRunners(ctx context.Context, in workflows.ListRunnersInput) (workflows.ListRunnersResult, error) {
 	if err := in.Scope.Validate(); err != nil {
 		return workflows.ListRunnersResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
@@ -83,7 +84,7 @@ func (a *GitHubActivities) ListRunners(ctx context.Context, in workflows.ListRun
 	}
 	var out workflows.ListRunnersResult
 	for _, r := range all {
-		if strings.HasPrefix(r.Name, in.NamePrefix) {
+		if in.Keeps(r.Name) {
 			out.Runners = append(out.Runners, workflows.RunnerListing{Name: r.Name, ID: r.ID, Online: r.Online, Busy: r.Busy})
 		}
 	}

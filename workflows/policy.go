@@ -493,3 +493,49 @@ const (
 	// standby's read.
 	PodWatcherLeaseRetryPeriod = 2 * time.Second
 )
+
+// ---- Scope listing: one runner listing per GitHub scope, shared by its pools ----
+
+const (
+	// ScopeListingIntervalStarting: while any pool of the scope has runners registering, the
+	// scope is listed this often, because the listing is how a new runner is seen online
+	// (GitHub sends no webhook for it). The same pace a pool kept for itself before.
+	ScopeListingIntervalStarting = PoolListingIntervalStarting
+	// ScopeListingFastHold: a pool with runners registering asks for the short interval for
+	// this long, and asks again ScopeListingFastRenew before it lapses while runners still
+	// register. So a burst costs the pool one demand every two minutes, not one per runner or
+	// per change between "registering" and "all online"; a scope stays on the short interval at
+	// most this long after its last runner came online.
+	ScopeListingFastHold  = 2 * time.Minute
+	ScopeListingFastRenew = 30 * time.Second
+	// ScopeListingResendAfter: a pool whose runners did not change is told them again this
+	// often anyway, so its status shows a recent listing, a pool whose state drifted (reset by
+	// hand) is corrected, and a pool that no longer exists is found (the signal fails) and dropped.
+	ScopeListingResendAfter = 10 * time.Minute
+	// ScopeListingIdleExit: a listing workflow no pool has asked anything of for this long ends;
+	// the next demand starts it again (signal-with-start).
+	ScopeListingIdleExit = 10 * time.Minute
+	// ScopeListingListingsPerRun: the workflow continues as new after this many listings (or
+	// when the server suggests it), so its history stays short: a listing of a scope with a
+	// thousand runners is about 70 KB of activity result.
+	ScopeListingListingsPerRun = 100
+)
+
+// ScopeListingPolicy: the shared listing is a status refresh on the paced GitHub queue that
+// repeats at the next interval anyway; it gives up after a few minutes rather than queue
+// behind a spent budget for hours, as a pool's own listing did.
+var ScopeListingPolicy = PoolListingPolicy
+
+// ListingDemandPolicy: a pool's demand is one signal-with-start to Temporal itself; a Temporal
+// that does not answer is retried for as long as it takes (the pool's worker cannot make
+// progress without it either), and the pool's continue-as-new waits for it.
+var ListingDemandPolicy = workflow.ActivityOptions{
+	TaskQueue:           TaskQueue,
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        200 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}

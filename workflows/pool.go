@@ -91,6 +91,7 @@ func (p *pool) run() error {
 		return err
 	}
 	p.receiveSignals()
+	p.receiveScopeListing()
 	for {
 		now := workflow.Now(p.ctx)
 		p.changed = false
@@ -180,8 +181,8 @@ func (p *pool) reservationParams(now time.Time) ReservationParams {
 }
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a
-// reservation expiring, a scheduled override starting or ending, the next runner listing, a
-// warm registration's refresh.
+// reservation expiring, a scheduled override starting or ending, the next runner listing (or
+// renewing the scope listing's short interval), a warm registration's refresh.
 func (p *pool) nextWake(now time.Time) time.Time {
 	candidates := []time.Time{p.plan.WakeAt, p.warmWake}
 	for _, r := range p.st.Reserved.Reservations {
@@ -195,7 +196,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if len(p.st.Runners) > 0 && !p.listing {
 		candidates = append(candidates, p.st.NextListing)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {

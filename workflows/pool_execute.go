@@ -202,7 +202,14 @@ func (p *pool) signal(runner, name string, arg any) {
 
 // startListing lists the pool's runners at GitHub (one paginated call) when due, while the
 // pool has runners. It runs beside the loop; its result is recorded like a signal.
+//
+// Since changeSharedListing the scope's listing workflow lists for every pool of the scope,
+// and the pool only tells it what it wants (tendListingDemand).
 func (p *pool) startListing(now time.Time) {
+	if (len(p.st.Runners) > 0 || p.st.ListingDemand != nil) && p.sharesListing() {
+		p.tendListingDemand(now)
+		return
+	}
 	if p.listing || len(p.st.Runners) == 0 || now.Before(p.st.NextListing) {
 		return
 	}

@@ -235,6 +235,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
+	h.playScopeListing(env)
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
 	if h.onSegment != nil {

@@ -143,6 +143,9 @@ type PoolState struct {
 	Warm          []WarmRegistration `json:"warm,omitempty"`
 	WarmFailures  int                `json:"warmFailures,omitempty"`
 	WarmNotBefore time.Time          `json:"warmNotBefore,omitzero"`
+	// ListingDemand is what the pool last asked of its scope's listing workflow
+	// (changeSharedListing); nil when it asks nothing.
+	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.

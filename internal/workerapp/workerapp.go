@@ -259,6 +259,8 @@ func (a *App) buildWorkers() {
 		activity.RegisterOptions{Name: workflows.ActivityFindEndedWorkflows})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).StartRunnerWorkflows,
 		activity.RegisterOptions{Name: workflows.ActivityStartRunnerWorkflows})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandScopeListing,
+		activity.RegisterOptions{Name: workflows.ActivityDemandScopeListing})
 	if a.cfg.Register != nil {
 		a.cfg.Register(main, a.deps)
 	}
@@ -305,6 +307,7 @@ func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
 	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
+	r.RegisterWorkflowWithOptions(workflows.ScopeListingWorkflow, workflow.RegisterOptions{Name: workflows.ScopeListingWorkflowType, VersioningBehavior: v.pool})
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends

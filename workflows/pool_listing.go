@@ -1,0 +1,136 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// changeSharedListing gates the pool's runner listing moving to its scope's listing workflow
+// (ScopeListingWorkflow): the pool no longer lists its scope itself every interval (every page
+// of every runner of the organization, once per pool), it tells the scope's listing workflow
+// what it wants (DemandScopeListing, when that changes) and applies the listings that workflow
+// signals it (SignalScopeListing), which come only when its runners' status changed. Asked
+// only once the pool has runners (where it used to list), so a pool without runners carries
+// no marker; a run that began listing by itself keeps doing so until it continues as new.
+const changeSharedListing = "shared-scope-listing"
+
+// sharesListing reports whether this run takes its listings from the scope's listing workflow.
+func (p *pool) sharesListing() bool {
+	return workflow.GetVersion(p.ctx, changeSharedListing, workflow.DefaultVersion, 1) >= 1
+}
+
+// receiveScopeListing takes the listings the scope's listing workflow signals. A pool that does
+// not share listings never gets one, so the receiver changes nothing in its history.
+func (p *pool) receiveScopeListing() {
+	receive(p, SignalScopeListing, p.onScopeListing)
+}
+
+// onScopeListing applies the pool's part of a scope listing as the pool applied its own
+// listing: runners whose status changed are told, orphans are recorded. A listing of a scope the
+// pool left, or older than one already applied, is ignored.
+func (p *pool) onScopeListing(s ScopeListingSignal) {
+	if s.Scope != p.st.Spec.Scope() {
+		return
+	}
+	if last := p.st.LastListing; last != nil && s.At.Before(last.At) {
+		return
+	}
+	p.applyListing(ListRunnersResult{Runners: s.Runners}, s.At)
+}
+
+// tendListingDemand tells the scope's listing workflow what the pool wants when that changed:
+// listings at the rest interval while it has runners (none without), the short interval while
+// runners register (asked for ScopeListingFastHold at a time), and its withdrawal from a
+// scope it left. One demand at a time, beside the loop.
+func (p *pool) tendListingDemand(now time.Time) {
+	p.st.NextListing = time.Time{} // the scope's listing workflow decides when to list
+	if p.listing {
+		return
+	}
+	scope := p.st.Spec.Scope()
+	cur := p.st.ListingDemand
+	want := p.wantedDemand(now)
+	var sends []DemandScopeListingInput
+	if cur != nil && cur.Scope != scope {
+		sends = append(sends, DemandScopeListingInput{Scope: cur.Scope, Demand: ListingDemand{Pool: p.st.Spec.Name}})
+		cur = nil
+	}
+	switch {
+	case cur == nil && want.Interval == 0:
+	case cur == nil:
+		want.Resend = true // a new pool of this name, or the first listing in this scope
+		sends = append(sends, DemandScopeListingInput{Scope: scope, Demand: want})
+	case cur.Interval != want.Interval || want.FastUntil.After(cur.FastUntil):
+		sends = append(sends, DemandScopeListingInput{Scope: scope, Demand: want})
+	}
+	if len(sends) == 0 {
+		return
+	}
+	p.listing = true // continue-as-new waits for the demand, as it waited for a listing
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.listing = false }()
+		for _, in := range sends {
+			if err := demandScopeListing(ctx, in); err != nil {
+				// Only a refusal no retry changes ends the policy's retries: asked again when
+				// something else changes, not in a loop.
+				p.logger.Warn("Listing demand failed", "scope", in.Scope.String(), "error", err)
+				return
+			}
+		}
+		p.changed = true
+		last := sends[len(sends)-1]
+		if last.Demand.Interval == 0 {
+			p.st.ListingDemand = nil
+			return
+		}
+		p.st.ListingDemand = &PoolListingDemand{Scope: last.Scope, Interval: last.Demand.Interval, FastUntil: last.Demand.FastUntil}
+	})
+}
+
+// wantedDemand is what the pool asks at now: the rest interval while it has runners, and the
+// short interval for ScopeListingFastHold more when runners register and what it asked before
+// lapses within ScopeListingFastRenew.
+func (p *pool) wantedDemand(now time.Time) ListingDemand {
+	d := ListingDemand{Pool: p.st.Spec.Name}
+	if len(p.st.Runners) == 0 {
+		return d
+	}
+	d.Interval = PoolListingInterval
+	if cur := p.st.ListingDemand; cur != nil && cur.Scope == p.st.Spec.Scope() {
+		d.FastUntil = cur.FastUntil
+	}
+	if p.registering() && !d.FastUntil.After(now.Add(ScopeListingFastRenew)) {
+		d.FastUntil = now.Add(ScopeListingFastHold)
+	}
+	return d
+}
+
+// registering reports whether a runner of the pool is still to be seen online.
+func (p *pool) registering() bool {
+	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool {
+		return r.State == RunnerPending || r.State == RunnerRegistering
+	})
+}
+
+// listingDemandWake is when the pool must ask again for the short interval while runners still
+// register; zero when it need not.
+func (p *pool) listingDemandWake() time.Time {
+	cur := p.st.ListingDemand
+	if cur == nil || cur.FastUntil.IsZero() || !p.registering() {
+		return time.Time{}
+	}
+	return cur.FastUntil.Add(-ScopeListingFastRenew)
+}
+
+// PoolListingDemand is what the pool last asked of its scope's listing workflow.
+type PoolListingDemand struct {
+	Scope     Scope         `json:"scope"`
+	Interval  time.Duration `json:"interval"`
+	FastUntil time.Time     `json:"fastUntil,omitzero"`
+}
+
+func demandScopeListing(ctx workflow.Context, in DemandScopeListingInput) error {
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ListingDemandPolicy), ActivityDemandScopeListing, in).Get(ctx, nil)
+}
