@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestClassifyKubernetesError(t *testing.T) {
 		{name: "invalid pod", err: apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p",
 			field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
 		{name: "bad request", err: apierrors.NewBadRequest("no"), wantType: workflows.ErrInvalidSpec, nonRetryable: true},
-		{name: "forbidden by RBAC", err: apierrors.NewForbidden(pods, "p", errors.New("no verb create")), wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "forbidden without a reason given", err: apierrors.NewForbidden(pods, "p", errors.New("no verb create")), wantType: workflows.ErrForbidden, nonRetryable: true},
 		{name: "unauthorized", err: apierrors.NewUnauthorized("who"), wantType: workflows.ErrForbidden, nonRetryable: true},
 		{name: "throttled with a delay", err: apierrors.NewTooManyRequests("slow down", 7), wantType: workflows.ErrRateLimited,
 			minDelay: 7 * time.Second, maxDelay: 7 * time.Second},
@@ -115,6 +116,86 @@ func TestClassifyKubernetesError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkClassified(t, classifyKubernetesError("create pod ns/p", tc.err), tc.wantType, tc.nonRetryable, tc.minDelay, tc.maxDelay)
 		})
+	}
+}
+
+// The API server answers 403 Forbidden for an RBAC denial and for every admission refusal;
+// only the quota's refusals that clear by themselves are waited for. The errors are built as
+// kube-apiserver builds them (admission.NewForbidden, the RBAC authorizer's reason), with the
+// plugins' own wording.
+func TestClassifyKubernetesForbidden(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	secrets := schema.GroupResource{Resource: "secrets"}
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantType     string
+		nonRetryable bool
+		minDelay     time.Duration
+		maxDelay     time.Duration
+		wantText     string
+	}{
+		{name: "pod quota exceeded waits", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New("exceeded quota: runners, requested: pods=1, used: pods=5, limited: pods=5")),
+			wantType: workflows.ErrQuotaExceeded, minDelay: workflows.QuotaRetryInitial, maxDelay: workflows.QuotaRetryInitial,
+			wantText: "exceeded quota: runners"},
+		{name: "cpu quota exceeded waits", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New("exceeded quota: compute, requested: requests.cpu=2, used: requests.cpu=7, limited: requests.cpu=8")),
+			wantType: workflows.ErrQuotaExceeded, minDelay: workflows.QuotaRetryInitial, maxDelay: workflows.QuotaRetryInitial},
+		{name: "secret count quota exceeded waits", err: apierrors.NewForbidden(secrets, "ci-ab12-7",
+			errors.New("exceeded quota: objects, requested: count/secrets=1, used: count/secrets=50, limited: count/secrets=50")),
+			wantType: workflows.ErrQuotaExceeded, minDelay: workflows.QuotaRetryInitial, maxDelay: workflows.QuotaRetryInitial},
+		{name: "quota not counted yet waits", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New("status unknown for quota: runners, resources: pods")),
+			wantType: workflows.ErrQuotaExceeded, minDelay: workflows.QuotaRetryInitial, maxDelay: workflows.QuotaRetryInitial},
+		{name: "RBAC denial fails fast and says so", err: apierrors.NewForbidden(pods, "",
+			errors.New(`User "system:serviceaccount:runnerflow:runnerflow" cannot create resource "pods" in API group "" in the namespace "ci"`)),
+			wantType: workflows.ErrForbidden, nonRetryable: true, wantText: "lacks this permission"},
+		{name: "RBAC denial on secrets fails fast", err: apierrors.NewForbidden(secrets, "ci-ab12-7",
+			errors.New(`User "runnerflow" cannot update resource "secrets" in API group "" in the namespace "ci"`)),
+			wantType: workflows.ErrForbidden, nonRetryable: true, wantText: "lacks this permission"},
+		{name: "a pod the quota cannot admit as written is an invalid spec", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New("failed quota: compute: must specify limits.cpu for: runner; limits.memory for: runner")),
+			wantType: workflows.ErrInvalidSpec, nonRetryable: true, wantText: "must specify limits.cpu"},
+		{name: "namespace being deleted fails fast", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New("unable to create new content in namespace ci because it is being terminated")),
+			wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "PodSecurity fails fast", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New(`violates PodSecurity "restricted:latest": privileged (container "dind" must not set securityContext.privileged=true)`)),
+			wantType: workflows.ErrForbidden, nonRetryable: true},
+		{name: "an admission webhook's denial fails fast", err: apierrors.NewForbidden(pods, "ci-ab12-7",
+			errors.New(`admission webhook "validate.kyverno.svc" denied the request: image registry not allowed`)),
+			wantType: workflows.ErrForbidden, nonRetryable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := classifyKubernetesError("create pod ci/ci-ab12-7", tc.err)
+			checkClassified(t, err, tc.wantType, tc.nonRetryable, tc.minDelay, tc.maxDelay)
+			if !strings.Contains(err.Error(), tc.wantText) || !strings.Contains(err.Error(), "create pod ci/ci-ab12-7") {
+				t.Errorf("message %q lacks the call or %q", err.Error(), tc.wantText)
+			}
+		})
+	}
+}
+
+// A refused pod is tried again sooner at first, then at most every QuotaRetryMax; the pool hears
+// of the wait on the first refusal and a few more, never on every one.
+func TestQuotaRetryPaceAndReports(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{
+		0: workflows.QuotaRetryInitial, 1: workflows.QuotaRetryInitial, 2: 2 * workflows.QuotaRetryInitial,
+		3: 4 * workflows.QuotaRetryInitial, 5: workflows.QuotaRetryMax, 1000: workflows.QuotaRetryMax,
+	} {
+		if got := workflows.QuotaRetryDelay(attempt); got != want {
+			t.Errorf("QuotaRetryDelay(%d) = %s, want %s", attempt, got, want)
+		}
+	}
+	var reported []int
+	for attempt := 1; attempt <= 70; attempt++ {
+		if workflows.QuotaReportAttempt(attempt) {
+			reported = append(reported, attempt)
+		}
+	}
+	if want := []int{1, 2, 4, 8, 16, 32, 64}; !slices.Equal(reported, want) {
+		t.Errorf("attempts that report = %v, want %v", reported, want)
 	}
 }
 
@@ -131,8 +212,9 @@ func checkClassified(t *testing.T, err error, wantType string, nonRetryable bool
 		t.Errorf("next retry delay %s, want within [%s, %s]", d, minDelay, maxDelay)
 	}
 	// Waiting for a rate limit is the design, not a fault: it must not be logged as an error.
-	if benign := app.Category() == temporal.ApplicationErrorCategoryBenign; (wantType == workflows.ErrRateLimited) != benign && wantType != workflows.ErrRunnerBusy {
-		t.Errorf("%s error benign = %v, want %v", wantType, benign, wantType == workflows.ErrRateLimited)
+	wantBenign := wantType == workflows.ErrRateLimited || wantType == workflows.ErrQuotaExceeded
+	if benign := app.Category() == temporal.ApplicationErrorCategoryBenign; wantBenign != benign && wantType != workflows.ErrRunnerBusy {
+		t.Errorf("%s error benign = %v, want %v", wantType, benign, wantBenign)
 	}
 }
 

@@ -3,10 +3,13 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -23,6 +26,9 @@ import (
 // KubernetesActivities are the runner lifecycle's Kubernetes activities, on workflows.TaskQueue.
 type KubernetesActivities struct {
 	Client kubernetes.Interface
+	// Temporal, when set, is how CreateRunnerPod tells a runner's pool that the namespace has no
+	// room for the pod (SignalRunnerBlocked) and, later, that the pod exists.
+	Temporal WorkflowSignaler
 }
 
 // Register registers the activities under their workflows.Activity* names.
@@ -38,12 +44,75 @@ func (a *KubernetesActivities) Register(r worker.ActivityRegistry) {
 // CreateRunnerPod creates the runner's pod, or adopts the one a previous attempt of this
 // workflow created. A pod of that name owned by anything else is refused (NotOwned); our own
 // pod still terminating (the previous registration attempt's) is waited for by retrying.
+//
+// A pod the namespace's ResourceQuota has no room for is retried (QuotaExceeded, at
+// workflows.QuotaRetryDelay), and the runner's pool is told of the wait and of its end
+// (reportBlock): the runner workflow itself sees nothing while its activity retries.
 func (a *KubernetesActivities) CreateRunnerPod(ctx context.Context, in workflows.CreateRunnerPodInput) (workflows.CreateRunnerPodOutput, error) {
 	pod, err := buildRunnerPod(in)
 	if err != nil {
 		return workflows.CreateRunnerPodOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
 	}
-	return createRunnerPod(ctx, a.Client, in, pod)
+	out, err := createRunnerPod(ctx, a.Client, in, pod)
+	return out, a.settleWait(ctx, in, activityAttempt(ctx), err)
+}
+
+// settleWait paces a quota refusal of attempt (QuotaRetryDelay) and tells the pool of the wait
+// (on the attempts QuotaReportAttempt names), or, once an attempt after the first succeeds, that
+// the pod exists. It returns the error the attempt ends with.
+func (a *KubernetesActivities) settleWait(ctx context.Context, in workflows.CreateRunnerPodInput, attempt int, err error) error {
+	quota, full := quotaRefusal(err)
+	switch {
+	case full:
+		if workflows.QuotaReportAttempt(attempt) {
+			a.reportBlock(ctx, in, workflows.RunnerBlockReport{Blocked: true, Reason: workflows.BlockQuota, Message: quota.Message()})
+		}
+		return temporal.NewApplicationErrorWithOptions(quota.Message(), workflows.ErrQuotaExceeded, temporal.ApplicationErrorOptions{
+			NextRetryDelay: workflows.QuotaRetryDelay(attempt), Category: temporal.ApplicationErrorCategoryBenign,
+		})
+	case err == nil && attempt > 1:
+		// An earlier attempt failed, maybe for quota: the pool forgets a wait it may have heard of
+		// (one it never heard of changes nothing).
+		a.reportBlock(ctx, in, workflows.RunnerBlockReport{})
+	}
+	return err
+}
+
+// reportBlock tells the runner's pool (SignalRunnerBlocked) that its pod waits for room, or no
+// longer does. It is a report, not the activity's effect: a failure is logged, never returned
+// (the pool also clears a wait when the runner reports idle or busy).
+func (a *KubernetesActivities) reportBlock(ctx context.Context, in workflows.CreateRunnerPodInput, rep workflows.RunnerBlockReport) {
+	if a.Temporal == nil || in.Pool == "" {
+		return
+	}
+	rep.Runner = in.Name
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	err := a.Temporal.SignalWorkflow(ctx, workflows.PoolWorkflowID(in.Pool), "", workflows.SignalRunnerBlocked, rep)
+	var gone *serviceerror.NotFound
+	if err != nil && !errors.As(err, &gone) && activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("Cannot tell the pool about the runner's pod", "pool", in.Pool, "runner", in.Name, "error", err)
+	}
+}
+
+// reportTimeout bounds a report to the pool, so a slow Temporal never holds up the pod.
+const reportTimeout = 5 * time.Second
+
+// activityAttempt is the attempt of the running activity, counting from 1 (1 outside one).
+func activityAttempt(ctx context.Context) int {
+	if !activity.IsActivity(ctx) {
+		return 1
+	}
+	return int(activity.GetInfo(ctx).Attempt)
+}
+
+// quotaRefusal returns the classified error when it is a quota refusal.
+func quotaRefusal(err error) (*temporal.ApplicationError, bool) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == workflows.ErrQuotaExceeded {
+		return app, true
+	}
+	return nil, false
 }
 
 // createRunnerPod creates the built pod or adopts our own (see CreateRunnerPod); RegisterRunner
@@ -222,7 +291,9 @@ func classifyKubernetesError(what string, err error) error {
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrNotFound, nil)
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrInvalidSpec, nil)
-	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+	case apierrors.IsForbidden(err):
+		return classifyForbidden(msg, err)
+	case apierrors.IsUnauthorized(err):
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrForbidden, nil)
 	case apierrors.IsTooManyRequests(err):
 		delay := time.Second
@@ -233,4 +304,38 @@ func classifyKubernetesError(what string, err error) error {
 	}
 	// Conflicts, AlreadyExists races, timeouts, 5xx and network errors: retry under the policy.
 	return temporal.NewApplicationError(msg, workflows.ErrTransient)
+}
+
+// Refusals of the ResourceQuota admission plugin, as the API server words them (403 Forbidden,
+// e.g. `pods "r-1" is forbidden: exceeded quota: runners, requested: pods=1, used: pods=5,
+// limited: pods=5`). Kubernetes has no error type or status cause for them, so the message is
+// what tells them apart, as Tekton and Argo Workflows tell them apart.
+const (
+	// quotaExceeded: the quota has no room; it clears as pods end or the quota is raised.
+	quotaExceeded = "exceeded quota: "
+	// quotaStatusUnknown: the quota controller has not counted a new or changed quota yet.
+	quotaStatusUnknown = "status unknown for quota: "
+	// quotaMustSpecify: the quota tracks requests or limits the pod does not set ("failed
+	// quota: q: must specify limits.cpu"): only a new pod template helps.
+	quotaMustSpecify = "failed quota: "
+)
+
+// classifyForbidden sorts the API server's 403s: a quota refusal that clears by itself is
+// retried (see the policy's "Quota waits"); a pod the quota can never admit as written is an
+// invalid spec; anything else (RBAC, a namespace being deleted, PodSecurity, an admission
+// webhook's denial) fails fast, for an operator to act on.
+func classifyForbidden(msg string, err error) error {
+	text := err.Error()
+	switch {
+	case strings.Contains(text, quotaExceeded), strings.Contains(text, quotaStatusUnknown):
+		return temporal.NewApplicationErrorWithOptions(msg, workflows.ErrQuotaExceeded, temporal.ApplicationErrorOptions{
+			NextRetryDelay: workflows.QuotaRetryInitial, Category: temporal.ApplicationErrorCategoryBenign,
+		})
+	case strings.Contains(text, quotaMustSpecify):
+		return temporal.NewNonRetryableApplicationError(msg+" (the pod template must set what the quota tracks)", workflows.ErrInvalidSpec, nil)
+	case strings.Contains(text, " cannot "):
+		// RBAC: `User "system:serviceaccount:runnerflow:runnerflow" cannot create resource "pods" ...`
+		return temporal.NewNonRetryableApplicationError(msg+" (the worker's Kubernetes identity lacks this permission: see its Role)", workflows.ErrForbidden, nil)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, workflows.ErrForbidden, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,18 @@ func (a *GitHubActivities) startPod(ctx context.Context, in workflows.RegisterRu
 			out.Pod = &created
 			return out, nil
 		}
+		if _, full := quotaRefusal(err); full {
+			// The namespace has no room for the pod now. The registration is done and stays in
+			// its Secret; the pod is left to the workflow, which creates it when it gets no Pod
+			// (CreateRunnerPod, on the Kubernetes queue, waits for room and tells the pool).
+			// Retrying here would hold a slot of the paced GitHub queue and read GitHub on every
+			// try, for a wait that may last as long as the jobs ahead.
+			if activity.IsActivity(ctx) {
+				activity.GetLogger(ctx).Info("No room for the runner's pod; the workflow creates it once there is",
+					"pool", in.Pool, "runner", in.Name, "error", err)
+			}
+			return out, nil
+		}
 	}
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.NonRetryable() {
@@ -148,6 +161,9 @@ func podOwnedBy(ctx context.Context, client kubernetes.Interface, namespace, nam
 }
 
 func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {
+	if err := a.secretHasRoom(ctx, in, existing, activityAttempt(ctx)); err != nil {
+		return workflows.RegisterRunnerOutput{}, err
+	}
 	groupID, err := a.GitHub.RunnerGroupID(ctx, in.Scope, in.RunnerGroup)
 	if err != nil {
 		return workflows.RegisterRunnerOutput{}, classifyGitHubError(callRunnerGroup, err)
@@ -171,6 +187,23 @@ func (a *GitHubActivities) registerJIT(ctx context.Context, in workflows.Registe
 		return workflows.RegisterRunnerOutput{}, withoutSecret(err, cfg.EncodedConfig)
 	}
 	return workflows.RegisterRunnerOutput{RunnerID: cfg.Runner.ID, SecretName: in.Name, SecretUID: uid}, nil
+}
+
+// secretHasRoom asks the API server (a dry run) whether the runner's Secret would be admitted,
+// before a retry mints a credential: a namespace whose ResourceQuota counts Secrets may refuse
+// it, and a credential minted into a Secret that cannot be written is lost (the next try would
+// remove its registration and mint again, on every try of a long wait). Only a retry with no
+// Secret yet asks; a first attempt, the healthy path, makes no extra request.
+func (a *GitHubActivities) secretHasRoom(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret, attempt int) error {
+	if existing != nil || attempt <= 1 {
+		return nil
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace}, Type: corev1.SecretTypeOpaque}
+	_, err := a.Kube.CoreV1().Secrets(in.Namespace).Create(ctx, s, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil // AlreadyExists: created meanwhile; applyRunnerSecret checks its owner
+	}
+	return classifyKubernetesError("create secret "+in.Namespace+"/"+in.Name+" (dry run)", err)
 }
 
 // clearNameClash handles GitHub's 409 "A runner with the name ... already exists".
@@ -203,6 +236,9 @@ func (a *GitHubActivities) clearNameClash(ctx context.Context, in workflows.Regi
 // registerWithToken writes a fresh registration token (they expire after an hour) into the
 // Secret; the runner registers itself with it, so the runner id is learned later, by name.
 func (a *GitHubActivities) registerWithToken(ctx context.Context, in workflows.RegisterRunnerInput, existing *corev1.Secret) (workflows.RegisterRunnerOutput, error) {
+	if err := a.secretHasRoom(ctx, in, existing, activityAttempt(ctx)); err != nil {
+		return workflows.RegisterRunnerOutput{}, err
+	}
 	token, err := a.GitHub.CreateRegistrationToken(ctx, in.Scope)
 	if err != nil {
 		return workflows.RegisterRunnerOutput{}, classifyGitHubError(callRegToken, err)

@@ -539,3 +539,41 @@ var ListingDemandPolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }
+
+// ---- Quota waits: pods the namespace has no room for ----
+
+// An admission refusal that clears by itself is waited for, not failed on. Which ones: the
+// ResourceQuota plugin's "exceeded quota" (pods end, an operator raises the quota) and "status
+// unknown for quota" (the quota controller has not counted a new or changed quota yet; seconds).
+// Every other refusal fails fast, because nothing but an operator changes it: RBAC ("User ...
+// cannot create resource"), the quota's "failed quota: ... must specify" (the pod template
+// lacks the requests or limits the quota tracks), a namespace being deleted, PodSecurity,
+// LimitRange and admission webhooks (a policy engine's denial is a decision, not a state).
+const (
+	// QuotaRetryInitial: a refused pod create is tried again this soon, doubling per attempt up
+	// to QuotaRetryMax. Room frees when a job's pod ends, minutes apart; each try is one refused
+	// API request and one activity attempt (a billable action), so a runner waiting an hour
+	// costs about 60 tries, and a pod starts at most a minute after room appears.
+	QuotaRetryInitial = 5 * time.Second
+	QuotaRetryMax     = time.Minute
+)
+
+// QuotaRetryDelay is the wait before attempt+1 of a pod create refused for quota (attempt
+// counts from 1). It is the refusal's NextRetryDelay, which overrides the call's backoff; the
+// call's own policy still bounds the whole wait: KubernetesActivityPolicy's ScheduleToClose (an
+// hour) for CreateRunnerPod. A runner still refused after that fails as before, visibly, with
+// the quota's message; by then its job's reservation has expired and the pool no longer counts
+// on it.
+func QuotaRetryDelay(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	return min(QuotaRetryInitial<<min(attempt-1, 16), QuotaRetryMax)
+}
+
+// QuotaReportAttempt says whether a refused attempt reports the wait to the pool
+// (SignalRunnerBlocked): the first and then attempts 2, 4, 8, ... (about 7 reports in an hour),
+// so a report lost or sent while the pool continued as new is repeated, never every retry.
+func QuotaReportAttempt(attempt int) bool {
+	return attempt >= 1 && attempt&(attempt-1) == 0
+}

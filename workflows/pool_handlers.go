@@ -44,6 +44,7 @@ func (p *pool) receiveSignals() {
 	receive(p, SignalResume, func(r OperatorRequest) { p.setMode(PoolActive, r.Reason) })
 	receive(p, SignalDrain, func(r DrainRequest) { p.setMode(PoolDraining, r.Reason) })
 	receive(p, SignalReservations, func(b ReservationBatch) { _, _ = p.reserve(p.ctx, b) })
+	receive(p, SignalRunnerBlocked, p.onRunnerBlocked)
 }
 
 func receive[T any](p *pool, name string, handle func(T)) {
@@ -90,6 +91,11 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	}
 	r := &p.st.Runners[i]
 	r.State, r.Since = rep.State, now
+	if rep.State != RunnerPending && rep.State != RunnerRegistering {
+		// Online or leaving: it waits for no room any more (so a lost report cannot leave it blocked).
+		r.Blocked = nil
+	}
+	defer p.recordBlocked()
 	r.Removing = r.Removing || rep.Removing
 	if rep.RunnerID != 0 {
 		r.RunnerID = rep.RunnerID
@@ -136,6 +142,7 @@ func (p *pool) forget(name string, state RunnerState, reason string) {
 	p.st.Runners = slices.Delete(p.st.Runners, i, i+1)
 	p.st.Finished = appendBounded(p.st.Finished, FinishedRunner{Name: name, State: state, At: now, Reason: reason}, PoolFinishedKept)
 	p.st.Totals.Finished++
+	p.recordBlocked()
 	if state == RunnerFailed {
 		p.st.Totals.Failed++
 		if !countsAsNewFailure(p.st.Failures, startedAt, p.st.StartNotBefore) &&
@@ -431,5 +438,6 @@ func (p *pool) status() (PoolStatus, error) {
 		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
+		Blocked: p.blocks(),
 	}, nil
 }

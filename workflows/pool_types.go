@@ -183,6 +183,9 @@ type PoolRunner struct {
 	// (RunnerInput.PoolWatches); CheckAskedAt is when it last asked the runner to check.
 	Watched      bool      `json:"watched,omitempty"`
 	CheckAskedAt time.Time `json:"checkAskedAt,omitzero"`
+	// Blocked is set while the runner's pod is refused for a reason that clears by itself
+	// (a full ResourceQuota), from the create-pod activity's reports (SignalRunnerBlocked).
+	Blocked *RunnerBlock `json:"blocked,omitempty"`
 }
 
 // FinishedRunner remembers a runner that ended, for status and to tell late listings from orphans.
@@ -288,6 +291,8 @@ type PoolStatus struct {
 	Warm       []WarmRegistration `json:"warm,omitempty"`
 	WarmReady  int                `json:"warmReady,omitempty"`
 	WarmWanted int                `json:"warmWanted,omitempty"`
+	// Blocked sums up the runners whose pods wait for room (a full ResourceQuota), by reason.
+	Blocked []PoolBlock `json:"blocked,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

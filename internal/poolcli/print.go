@@ -59,6 +59,10 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 	if st.WarmWanted > 0 || len(st.Warm) > 0 {
 		fmt.Fprintf(w, "  warm        %d registration(s) minted ahead, %d ready, %d wanted\n", len(st.Warm), st.WarmReady, st.WarmWanted)
 	}
+	for _, b := range st.Blocked {
+		fmt.Fprintf(w, "  blocked     %d runner(s) waiting for room (%s) since %s: %s\n",
+			b.Runners, b.Reason, b.Since.UTC().Format(time.RFC3339), b.Message)
+	}
 	fmt.Fprintf(w, "  template    %s  generation %s  started %d, finished %d, failed %d\n",
 		st.TemplateHash, st.Generation, st.Totals.Started, st.Totals.Finished, st.Totals.Failed)
 	if len(st.Runners) > 0 {
@@ -68,6 +72,9 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 			note := ""
 			if r.Draining {
 				note = "draining: " + r.DrainReason
+			}
+			if r.Blocked != nil {
+				note = strings.TrimSpace("waiting for room (" + r.Blocked.Reason + ") " + note)
 			}
 			if r.Stateful {
 				note = strings.TrimSpace(fmt.Sprintf("slot %d %s", r.Slot, note))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -20,5 +21,33 @@ func TestPrintStatusShowsWarmRegistrations(t *testing.T) {
 	printStatus(&out, workflows.PoolStatus{Name: "cold"})
 	if strings.Contains(out.String(), "warm") {
 		t.Errorf("a pool without warm registrations shows them:\n%s", out.String())
+	}
+}
+
+// A pool whose runners wait for room says so, with the quota's own words, and marks them; a
+// pool with nothing blocked shows no such line.
+func TestPrintStatusShowsRunnersWaitingForRoom(t *testing.T) {
+	since := time.Date(2026, 11, 24, 17, 0, 0, 0, time.UTC)
+	msg := `create pod ci/linux-ab12-7: pods "linux-ab12-7" is forbidden: exceeded quota: runners, requested: pods=1, used: pods=5, limited: pods=5`
+	st := workflows.PoolStatus{
+		Name:    "linux",
+		Blocked: []workflows.PoolBlock{{Reason: workflows.BlockQuota, Runners: 15, Since: since, Message: msg}},
+		Runners: []workflows.PoolRunner{{Name: "linux-ab12-7", State: workflows.RunnerPending,
+			Blocked: &workflows.RunnerBlock{Reason: workflows.BlockQuota, Message: msg, Since: since}}},
+	}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	for _, want := range []string{
+		"blocked     15 runner(s) waiting for room (quota) since 2026-11-24T17:00:00Z: " + msg,
+		"waiting for room (quota)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printStatus(&out, workflows.PoolStatus{Name: "roomy"})
+	if strings.Contains(out.String(), "blocked") || strings.Contains(out.String(), "waiting for room") {
+		t.Errorf("a pool with nothing blocked shows a block:\n%s", out.String())
 	}
 }

@@ -249,7 +249,7 @@ func (a *App) buildWorkers() {
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
-	(&activities.KubernetesActivities{Client: a.deps.Kubernetes}).Register(main)
+	(&activities.KubernetesActivities{Client: a.deps.Kubernetes, Temporal: a.temporal}).Register(main)
 	(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
 		activity.RegisterOptions{Name: workflows.ActivityUpdatePoolReservations})
