@@ -220,15 +220,16 @@ func checkClassified(t *testing.T, err error, wantType string, nonRetryable bool
 
 func TestWithoutSecretRedactsAndKeepsTheType(t *testing.T) {
 	const jit = "eyJydW5uZXJfaWQiOjF9c2VjcmV0"
-	in := temporal.NewApplicationErrorWithOptions("update secret: body "+jit+" too large", workflows.ErrTransient,
-		temporal.ApplicationErrorOptions{NextRetryDelay: 3 * time.Second})
+	in := temporal.NewApplicationErrorWithOptions("update secret: body "+jit+" too large", workflows.ErrQuotaExceeded,
+		temporal.ApplicationErrorOptions{NextRetryDelay: 3 * time.Second, Category: temporal.ApplicationErrorCategoryBenign})
 	out := withoutSecret(in, jit)
 	if strings.Contains(out.Error(), jit) {
 		t.Fatalf("error still carries the credential: %v", out)
 	}
 	var app *temporal.ApplicationError
-	if !errors.As(out, &app) || app.Type() != workflows.ErrTransient || app.NextRetryDelay() != 3*time.Second {
-		t.Errorf("redacted error lost its type or delay: %v", out)
+	if !errors.As(out, &app) || app.Type() != workflows.ErrQuotaExceeded || app.NextRetryDelay() != 3*time.Second ||
+		app.Category() != temporal.ApplicationErrorCategoryBenign {
+		t.Errorf("redacted error lost its type, delay or category: %v", out)
 	}
 	if plain := withoutSecret(errors.New("x "+jit), jit); strings.Contains(plain.Error(), jit) {
 		t.Errorf("plain error not redacted: %v", plain)

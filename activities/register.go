@@ -286,7 +286,7 @@ func withoutSecret(err error, secret string) error {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
 		return temporal.NewApplicationErrorWithOptions(strings.ReplaceAll(app.Message(), secret, "[redacted]"), app.Type(),
-			temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable(), NextRetryDelay: app.NextRetryDelay()})
+			temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable(), NextRetryDelay: app.NextRetryDelay(), Category: app.Category()})
 	}
 	return temporal.NewApplicationError(strings.ReplaceAll(err.Error(), secret, "[redacted]"), workflows.ErrTransient)
 }
