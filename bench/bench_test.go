@@ -122,7 +122,8 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"--jobs", "abc"}, {"--jobs", "0"}, {"--jobs", "2001"}, {"--idle", "5000,1000"}, {"--idle", ""},
 		{"--skip", "everything"}, {"--rate", "0"}, {"--load-duration", "0s"}, {"--rate", "1", "--load-duration", "10ms"},
-		{"--github-budget", "-1"}, {"extra"},
+		{"--github-budget", "-1"}, {"extra"}, {"--pools", "-1"}, {"--pools", "50", "--workers", "0"},
+		{"--pools", "50", "--pool-runners", "1001"},
 	} {
 		if _, _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -131,6 +132,10 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 	opts, out, err := parseFlags([]string{"--jobs", "100, 500", "--skip", "memory", "--out", "r.json"}, io.Discard)
 	if err != nil || out != "r.json" || len(opts.Jobs) != 2 || opts.Jobs[1] != 500 || !opts.runs("burst") || opts.runs("memory") {
 		t.Errorf("parseFlags = %+v, %q, %v", opts, out, err)
+	}
+	opts, _, err = parseFlags([]string{"--pools", "50", "--workers", "3"}, io.Discard)
+	if err != nil || opts.Pools != 50 || opts.Workers != 3 || opts.PoolRunners != 20 {
+		t.Errorf("parseFlags(--pools 50 --workers 3) = %+v, %v", opts, err)
 	}
 }
 

@@ -69,6 +69,13 @@ type Options struct {
 	Peer string
 	// PeerSyncPeriod is the peer's resync period (ARC's --sync-period; default ARC's 1m).
 	PeerSyncPeriod time.Duration
+	// Pools, when above zero, runs the fleet phase: that many pools in one organization with
+	// PoolRunners runners each, served by Workers worker replicas, at rest and through a burst
+	// of PoolJobs jobs (bench/fleet.go).
+	Pools       int
+	PoolRunners int
+	PoolJobs    int
+	Workers     int
 }
 
 func main() {
@@ -118,6 +125,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
 	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with this system, in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+")")
 	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
+	fs.IntVar(&opts.Pools, "pools", 0, "also run the fleet phase: this many pools in one organization, at rest and through a burst (0: not run)")
+	fs.IntVar(&opts.PoolRunners, "pool-runners", 20, "runners of each pool in the fleet phase")
+	fs.IntVar(&opts.PoolJobs, "pool-jobs", 200, "jobs of the fleet phase's burst")
+	fs.IntVar(&opts.Workers, "workers", 1, "worker replicas in the fleet phase (the benchmark's own plus replicas in-process)")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
@@ -182,6 +193,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("--peer: unknown peer %q (arc)", o.Peer)
 	case o.Peer != "" && !o.runs("burst"):
 		return errors.New("--peer compares the bursts: it cannot skip burst")
+	case o.Pools < 0 || o.PoolRunners <= 0 || o.PoolJobs < 0 || o.Workers <= 0:
+		return errors.New("--pools and --pool-jobs must not be negative, --pool-runners and --workers must be positive")
+	case o.PoolRunners > workflows.MaxPoolReplicas:
+		return fmt.Errorf("--pool-runners: at most %d runners a pool", workflows.MaxPoolReplicas)
 	case o.Peer != "" && o.PeerSyncPeriod <= 0:
 		return errors.New("--peer-sync-period must be positive")
 	}
@@ -210,9 +225,9 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 	return res, nil
 }
 
-// runRunnerflow starts the world, runs the phases in order (bursts, throughput, then memory,
-// which replaces the in-process worker with the worker binary) into res, stops the world and
-// returns the log file's path.
+// runRunnerflow starts the world, runs the phases in order (bursts, throughput, with --pools
+// the fleet, then memory, which replaces the in-process worker with the worker binary) into
+// res, stops the world and returns the log file's path.
 func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *Results) (string, error) {
 	e, err := startEnv(ctx, opts, progress)
 	if err != nil {
@@ -247,6 +262,15 @@ func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *R
 			res.Throughput = &t
 		}
 	}
+	if opts.Pools > 0 {
+		f, err := e.fleet(ctx)
+		if err != nil && failed("fleet", err) {
+			return logPath, ctx.Err()
+		}
+		if err == nil {
+			res.Fleet = &f
+		}
+	}
 	if opts.runs("memory") {
 		m, err := e.memory(ctx)
 		if err != nil && failed("memory", err) {
@@ -263,6 +287,7 @@ func summaryOf(o Options) OptionsSummary {
 		Jobs: o.Jobs, IdleRunners: o.Idle, Rate: o.Rate, LoadSeconds: o.LoadDuration.Seconds(),
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
 		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS, Peer: o.Peer,
+		Pools: o.Pools, PoolRunners: o.PoolRunners, PoolJobs: o.PoolJobs, Workers: o.Workers,
 	}
 }
 

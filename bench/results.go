@@ -12,6 +12,8 @@ type Results struct {
 	Memory *MemoryResult `json:"memory,omitempty"`
 	// Throughput holds figure 6 and the per-webhook-event costs of figures 2 and 3.
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	// Fleet holds the --pools phase: many pools of one organization on several replicas.
+	Fleet *FleetResult `json:"fleet,omitempty"`
 	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).
 	Peer *PeerResult `json:"peer,omitempty"`
 	// Failures name the phases that failed and why; their figures are missing.
@@ -48,6 +50,11 @@ type OptionsSummary struct {
 	MemoryKubeQPS float64 `json:"memoryKubeQPS"`
 	// Peer is the system measured beside runnerflow (--peer), empty for none.
 	Peer string `json:"peer,omitempty"`
+	// Pools, PoolRunners, PoolJobs and Workers are the --pools phase's (0 pools: not run).
+	Pools       int `json:"pools,omitempty"`
+	PoolRunners int `json:"poolRunners,omitempty"`
+	PoolJobs    int `json:"poolJobs,omitempty"`
+	Workers     int `json:"workers,omitempty"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
