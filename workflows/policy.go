@@ -577,3 +577,15 @@ func QuotaRetryDelay(attempt int) time.Duration {
 func QuotaReportAttempt(attempt int) bool {
 	return attempt >= 1 && attempt&(attempt-1) == 0
 }
+
+// ---- Runners that never come online; reservations counted from their events' own times ----
+
+// LateReservationHold: a queued job's reservation counts its duration from its event's own
+// time (WorkflowJobEvent.At), so a batch that reaches its pool late (its pool could not run)
+// does not extend it; but a reservation whose duration ran out before its pool could take it
+// still holds capacity this long after the pool took it (never longer than the duration): the
+// pool starts the job's runner at its next decision, and that runner, kept by the scale-down
+// delay, comes online and takes a job GitHub still has queued. Without it, a job queued more
+// than reservationDuration before an outage ended would never get a runner. Two minutes is a
+// few decisions' and listings' worth, short beside the duration it caps.
+const LateReservationHold = 2 * time.Minute

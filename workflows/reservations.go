@@ -53,8 +53,9 @@ func (s ReservationState) Holds(job int64, now time.Time) bool {
 //     reservation, or whose completion was already seen, adds nothing. With EventTimes, the
 //     reservation's duration counts from the event's own time (its At, or Now if At is zero or
 //     later than Now), so a batch that reaches the pool late holds capacity only for what is
-//     left of its events' durations; one whose duration has run out already reserves nothing
-//     (it is counted expired);
+//     left of its events' durations, and at least LateReservationHold (or the duration, if
+//     shorter) after Now: long enough for the pool to start the job's runner, never long
+//     enough to hold a lost completion's capacity for the whole time the batch waited;
 //   - completed removes that job's own reservation (never another job's) and remembers the job
 //     for ReleasedJobMemory, so a queued event delivered after its completion adds nothing;
 //   - waiting changes nothing: a waiting job cannot use a runner until it is approved (GitHub
@@ -88,7 +89,7 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 		}
 		switch ev.Action {
 		case JobQueued:
-			if book.reserve(ev.JobID, reservedSince(ev, p), p.Duration) {
+			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration) {
 				res.Added++
 			}
 		case JobCompleted:
@@ -148,26 +149,37 @@ func newReservationBook(s ReservationState, now time.Time) *reservationBook {
 	return b
 }
 
-// reservedSince is when a queued event's reservation starts counting its duration: Now, or
-// with EventTimes the event's own time, never later than Now (a clock ahead of the pool's
-// must not extend a reservation either).
-func reservedSince(ev WorkflowJobEvent, p ReservationParams) time.Time {
+// reservationExpiry is when a queued event's reservation expires: Duration after Now, or with
+// EventTimes Duration after the event's own time (never later than Now: a clock ahead of the
+// pool's must not extend a reservation either), but no sooner than LateReservationHold after
+// Now (nor later than a fresh reservation's): a job queued while its pool could not run, for
+// longer than the duration, still gets the runner it waits for at GitHub.
+func reservationExpiry(ev WorkflowJobEvent, p ReservationParams) time.Time {
+	fresh := p.Now.Add(p.Duration)
 	if !p.EventTimes || ev.At.IsZero() || ev.At.After(p.Now) {
-		return p.Now
+		return fresh
 	}
-	return ev.At
+	floor := p.Now.Add(min(LateReservationHold, p.Duration))
+	return maxTime(ev.At.Add(p.Duration), floor)
 }
 
-// reserve adds a reservation for the job, held from since for d, unless it already holds one
-// or has completed.
-func (b *reservationBook) reserve(job int64, since time.Time, d time.Duration) bool {
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// reserve adds a reservation for the job, expiring at expires with duration d (kept for a
+// restarted clock), unless it already holds one or has completed.
+func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration) bool {
 	if _, ok := b.reservations[job]; ok {
 		return false
 	}
 	if _, ok := b.released[job]; ok {
 		return false
 	}
-	b.reservations[job] = Reservation{JobID: job, ExpiresAt: since.Add(d), Duration: d}
+	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d}
 	return true
 }
 

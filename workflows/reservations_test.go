@@ -208,11 +208,19 @@ func TestApplyReservationBatch(t *testing.T) {
 		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(7*time.Minute), d), res(2, t0.Add(d-time.Second), d)}},
 		result: ReservationBatchResult{Added: 2, Active: 2},
 	}, {
-		name:   "event times: a batch held back past its events' duration reserves nothing",
-		batch:  batchOf(queuedAt(1, t0.Add(-d)), queuedAt(2, t0.Add(-15*time.Minute)), queuedAt(3, t0.Add(-d+time.Second))),
+		name: "event times: a batch held back past its events' duration holds them LateReservationHold, so their jobs get runners",
+		batch: batchOf(queuedAt(1, t0.Add(-d)), queuedAt(2, t0.Add(-15*time.Minute)),
+			queuedAt(3, t0.Add(-d+time.Second)), queuedAt(4, t0.Add(-5*time.Minute))),
 		params: eventTimes(-1),
-		want:   ReservationState{Reservations: []Reservation{res(3, t0.Add(time.Second), d)}},
-		result: ReservationBatchResult{Added: 3, Expired: 2, Active: 1},
+		want: ReservationState{Reservations: []Reservation{res(1, t0.Add(LateReservationHold), d), res(2, t0.Add(LateReservationHold), d),
+			res(3, t0.Add(LateReservationHold), d), res(4, t0.Add(5*time.Minute), d)}},
+		result: ReservationBatchResult{Added: 4, Active: 4},
+	}, {
+		name:   "event times: a duration shorter than LateReservationHold holds a late job no longer than a fresh one",
+		batch:  batchOf(queuedAt(1, t0.Add(-15*time.Minute)), queuedAt(2, t0.Add(-10*time.Second))),
+		params: ReservationParams{Now: t0, Duration: 30 * time.Second, MaxReplicas: -1, EventTimes: true},
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(30*time.Second), 30*time.Second), res(2, t0.Add(30*time.Second), 30*time.Second)}},
+		result: ReservationBatchResult{Added: 2, Active: 2},
 	}, {
 		name:   "event times: a time ahead of the pool's clock counts from now; no time counts from now",
 		batch:  batchOf(queuedAt(1, t0.Add(time.Hour)), queued(2)),

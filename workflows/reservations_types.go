@@ -26,7 +26,8 @@ type WorkflowJobEvent struct {
 	// At is the event's own time: when the intake took GitHub's delivery of it, which GitHub
 	// makes as the job changes (a queued event when the job queues). A queued job's reservation
 	// counts its duration from here, not from when its pool applied it, so a batch held back
-	// (a pool that could not run for a while) does not extend it. Not GitHub's created_at: a
+	// (a pool that could not run for a while) does not extend it (beyond LateReservationHold
+	// after the pool took it, which gives its job a runner). Not GitHub's created_at: a
 	// job that waited for an approval is queued long after it was created. Zero (events from
 	// intakes before the field) counts from when the pool applies it.
 	At time.Time `json:"at,omitzero"`
