@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -212,9 +213,15 @@ func TestScopeListingWorkflowSharesOneListing(t *testing.T) {
 
 // The pool asks its scope's listing workflow for listings while it has runners (the short
 // interval while they register), applies what it is told (runners online, orphans), and
-// withdraws when it has none.
+// withdraws when it has none; across continue-as-new at every few iterations too.
 func TestPoolTakesItsListingFromTheScope(t *testing.T) {
-	h := newPoolHarness(t, 0)
+	for _, canAfter := range []int{0, 1, 2, 5} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) { poolTakesItsListingFromTheScope(t, canAfter) })
+	}
+}
+
+func poolTakesItsListingFromTheScope(t *testing.T, canAfter int) {
+	h := newPoolHarness(t, canAfter)
 	spec := poolTestSpec()
 	spec.MinReplicas, spec.MaxReplicas = 2, ptr(4)
 	h.at(time.Minute, func() { h.addOrphan(RunnerListing{Name: "linux-zzzz-1", ID: 9, Online: true}) })
@@ -240,5 +247,24 @@ func TestPoolTakesItsListingFromTheScope(t *testing.T) {
 	}
 	if len(demands) > 4 {
 		t.Errorf("%d demands for one scale-up and one scale-down: %+v", len(demands), demands)
+	}
+}
+
+// A pool run that began before changeSharedListing keeps listing its scope itself, as it did:
+// it asks the scope's listing workflow for nothing, and still sees its runners and orphans.
+func TestPoolBeforeSharedListingListsItself(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	h.onSegment = func() {
+		h.env.OnGetVersion(changeSharedListing, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	}
+	spec := poolTestSpec()
+	spec.MinReplicas = 2
+	h.at(time.Minute, func() { h.addOrphan(RunnerListing{Name: "linux-zzzz-1", ID: 9, Online: true}) })
+	h.check(4*time.Minute, "two idle runners and the orphan from the pool's own listing", func(st PoolStatus) bool {
+		return countState(st, RunnerIdle, st.TemplateHash) == 2 && len(st.Orphans) == 1
+	})
+	h.run(spec, 5*time.Minute)
+	if d := h.listingSim().demands; len(d) != 0 {
+		t.Errorf("a pool listing for itself asked the scope's listing workflow %+v", d)
 	}
 }
