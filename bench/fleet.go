@@ -244,7 +244,8 @@ func (f *fleetPhase) window(ctx context.Context, m fleetMark) (FleetWindow, erro
 	}
 	w.Listings, w.PoolSignals = int(st.Listings-m.listings), int(st.Signals-m.signals)
 	w.PagesPerListing = ratio(w.ListingCalls, w.Listings)
-	cost, err := historyCost(ctx, f.e.c, poolQuery(f.pools)+" OR WorkflowId = '"+workflows.ScopeListingWorkflowID(f.scope)+"'", m.at, nil)
+	query := idQuery(workflows.PoolWorkflowID, f.pools) + fmt.Sprintf(" OR WorkflowId = %q", workflows.ScopeListingWorkflowID(f.scope))
+	cost, err := historyCost(ctx, f.e.c, query, m.at, nil)
 	if err != nil {
 		return w, err
 	}
@@ -258,7 +259,7 @@ func (f *fleetPhase) window(ctx context.Context, m fleetMark) (FleetWindow, erro
 // watcher's per pod transition (a transition is one pod's distinct status; a second signal of
 // the same status is a duplicate), and their pools' listing news.
 func (f *fleetPhase) runnerSignals(ctx context.Context, since time.Time) (FleetRunnerSignals, error) {
-	runs, err := listRuns(ctx, f.e.c, `RunnerPool IN (`+quoted(f.pools)+`)`)
+	runs, err := listRuns(ctx, f.e.c, f.runnerQuery())
 	if err != nil {
 		return FleetRunnerSignals{}, err
 	}
@@ -306,15 +307,8 @@ func (f *fleetPhase) runnerSignals(ctx context.Context, since time.Time) (FleetR
 	return out, err
 }
 
-func quoted(names []string) string {
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += "'" + n + "'"
-	}
-	return s
+func (f *fleetPhase) runnerQuery() string {
+	return fmt.Sprintf("WorkflowType = %q AND %s", workflows.RunnerWorkflowType, poolQuery(f.pools))
 }
 
 // before is what the same fleet cost with each pool listing its scope itself (the code before
@@ -342,7 +336,7 @@ func (f *fleetPhase) tearDown() {
 	ctx := context.Background()
 	f.e.terminatePools(ctx, f.pools...)
 	_ = f.e.c.TerminateWorkflow(ctx, workflows.ScopeListingWorkflowID(f.scope), "", "benchmark phase over")
-	if runs, err := listRuns(ctx, f.e.c, `RunnerPool IN (`+quoted(f.pools)+`) AND ExecutionStatus = "Running"`); err == nil {
+	if runs, err := listRuns(ctx, f.e.c, f.runnerQuery()+` AND ExecutionStatus = "Running"`); err == nil {
 		for _, r := range runs {
 			_ = f.e.c.TerminateWorkflow(ctx, r.id, "", "benchmark phase over")
 		}
