@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -129,4 +132,47 @@ func refusedForGood(err error) bool {
 		notFound *serviceerror.NotFound
 	)
 	return errors.As(err, &invalid) || errors.As(err, &denied) || errors.As(err, &noSpace) || errors.As(err, &notFound)
+}
+
+// ListEndedRunners lists the pool's runner workflows that were terminated or timed out since
+// in.Since, from visibility (every page), by runner name.
+func (a *TemporalActivities) ListEndedRunners(ctx context.Context, in workflows.ListEndedRunnersInput) (workflows.ListEndedRunnersOutput, error) {
+	var out workflows.ListEndedRunnersOutput
+	if in.Pool == "" || strings.ContainsAny(in.Pool, `'"\`) {
+		return out, temporal.NewNonRetryableApplicationError("a pool name is required", workflows.ErrInvalidSpec, nil)
+	}
+	req := &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = '%s' AND %s = '%s' AND ExecutionStatus IN ('Terminated', 'TimedOut') AND CloseTime >= '%s'",
+			workflows.RunnerWorkflowType, workflows.SearchAttrPool.GetName(), in.Pool, in.Since.UTC().Format(time.RFC3339)),
+		PageSize: 1000,
+	}
+	for {
+		resp, err := a.Client.ListWorkflow(ctx, req)
+		if err != nil {
+			return workflows.ListEndedRunnersOutput{}, fmt.Errorf("list ended runner workflows of pool %s: %w", in.Pool, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			name := e.GetExecution().GetWorkflowId()
+			name = name[strings.LastIndex(name, "/")+1:]
+			status := strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
+			out.Ended = append(out.Ended, workflows.EndedRunner{
+				Name: name, Status: statusName(status), ClosedAt: e.GetCloseTime().AsTime(),
+			})
+		}
+		if len(resp.GetNextPageToken()) == 0 {
+			return out, nil
+		}
+		req.NextPageToken = resp.GetNextPageToken()
+	}
+}
+
+// statusName turns TERMINATED / TIMED_OUT into the names the query language uses.
+func statusName(s string) string {
+	switch s {
+	case "TERMINATED":
+		return "Terminated"
+	case "TIMED_OUT":
+		return "TimedOut"
+	}
+	return s
 }

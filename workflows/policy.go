@@ -245,6 +245,31 @@ var RunnerStartPolicy = workflow.ActivityOptions{
 	},
 }
 
+// PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
+// one visibility listing; it runs again at the next interval anyway, so a failing one gives up
+// after a few tries.
+var PoolRunnerCheckPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    30 * time.Second,
+	},
+}
+
+const (
+	// PoolRunnerEndGrace: a runner workflow that ended this long ago and is still tracked did
+	// not report its end (a final report is delivered in well under a second); the pool then
+	// forgets it. Shorter would race a report in flight.
+	PoolRunnerEndGrace = 30 * time.Second
+	// PoolRunnerCheckOverlap: each check looks back this far before the previous one, so a
+	// runner whose end reached Temporal's visibility late (it is eventually consistent) is
+	// still found.
+	PoolRunnerCheckOverlap = 10 * time.Minute
+)
+
 const (
 	// RunnerStartBatchSize bounds the runners one StartRunnerWorkflows call starts, so its
 	// input (one RunnerInput each, a few KiB with a pod template) stays far below Temporal's

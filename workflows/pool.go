@@ -40,9 +40,11 @@ type pool struct {
 	// changed is set by every handler and completion; the loop waits for it.
 	changed bool
 	// inflight counts child starts and signals to runners not yet acknowledged; listing is
-	// true while a runner listing runs. Continue-as-new waits for both.
+	// true while a runner listing runs, checking while a runner workflow check runs.
+	// Continue-as-new waits for all three.
 	inflight int
 	listing  bool
+	checking bool
 	// warmBusy names the warm registrations with a call under way; warmWake is when the next
 	// one is due for refresh.
 	warmBusy []string
@@ -107,6 +109,7 @@ func (p *pool) run() error {
 		p.askOverdueRegistrations(now)
 		p.tendWarm(now)
 		p.startListing(now)
+		p.checkRunnerWorkflows(now)
 		p.recordMetrics(now)
 		if p.shouldContinueAsNew() {
 			return p.continueAsNew()
@@ -196,6 +199,9 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if len(p.st.Runners) > 0 && !p.listing {
 		candidates = append(candidates, p.st.NextListing)
 	}
+	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
+		candidates = append(candidates, p.st.NextRunnerCheck)
+	}
 	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake())
 	var next time.Time
 	for _, c := range candidates {
@@ -279,7 +285,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

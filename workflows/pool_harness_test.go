@@ -73,6 +73,8 @@ type poolHarness struct {
 	// signals to any runner.
 	silent map[string]bool
 	asked  []checkAsked
+	// vanishedAt is when each vanished runner's workflow ended (at its start).
+	vanishedAt map[string]time.Time
 }
 
 // checkAsked is one SignalCheckRegistration the pool sent.
@@ -236,6 +238,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	h.playScopeListing(env)
+	env.RegisterActivityWithOptions(h.listEndedRunners, activity.RegisterOptions{Name: ActivityListEndedRunners})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
 	if h.onSegment != nil {
@@ -295,12 +298,33 @@ func (h *poolHarness) startRunnerWorkflows(_ context.Context, in StartRunnerWork
 		h.mu.Lock()
 		h.inputs = append(h.inputs, r)
 		gone := h.vanish[r.Name]
+		if gone {
+			if h.vanishedAt == nil {
+				h.vanishedAt = map[string]time.Time{}
+			}
+			h.vanishedAt[r.Name] = h.env.Now()
+		}
 		h.mu.Unlock()
 		if !gone {
 			h.started(r)
 		}
 	}
 	return StartRunnerWorkflowsOutput{}, nil
+}
+
+// listEndedRunners plays Temporal's visibility: the vanished runners were terminated when
+// they started.
+func (h *poolHarness) listEndedRunners(_ context.Context, in ListEndedRunnersInput) (ListEndedRunnersOutput, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out ListEndedRunnersOutput
+	for name, at := range h.vanishedAt {
+		if !at.Before(in.Since) {
+			out.Ended = append(out.Ended, EndedRunner{Name: name, Status: "Terminated", ClosedAt: at})
+		}
+	}
+	slices.SortFunc(out.Ended, func(a, b EndedRunner) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string, arg any) error {

@@ -50,14 +50,14 @@ func TestPoolRejectsBadOperatorRequests(t *testing.T) {
 	}
 }
 
-// A runner workflow that ends without reporting (terminated by hand) is noticed when the pool
-// asks it to check its registration (its registration timeout passed without a report of idle
-// or busy): the signal finds no workflow, and the pool forgets and replaces it.
+// A runner workflow that ends without reporting (terminated by hand) is found by the pool's
+// check of its runners' workflows (Temporal's visibility lists it terminated), and the pool
+// forgets and replaces it, once the grace for a report in flight has passed.
 func TestPoolReplacesRunnerThatEndedWithoutReport(t *testing.T) {
 	h := newPoolHarness(t, 0)
 	spec := poolTestSpec()
 	h.vanish[RunnerName("linux", Generation(""), 1)] = true
-	end := h.run(spec, spec.RegistrationTimeoutOrDefault()+2*time.Minute)
+	end := h.run(spec, 2*time.Minute)
 	if len(end.Runners) != 1 || end.Totals.Started != 2 {
 		t.Fatalf("runners %s, totals %+v; want the vanished runner replaced", describeRunners(end), end.Totals)
 	}

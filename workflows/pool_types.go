@@ -127,13 +127,17 @@ type PoolState struct {
 	LastDesired  int       `json:"lastDesired"`
 	LastScaleOut time.Time `json:"lastScaleOut,omitzero"`
 	// Failures counts runners that failed in a row; starts back off until StartNotBefore.
-	Failures       int              `json:"failures,omitempty"`
-	StartNotBefore time.Time        `json:"startNotBefore,omitzero"`
-	NextListing    time.Time        `json:"nextListing,omitzero"`
-	Orphans        []Orphan         `json:"orphans,omitempty"`
-	Decisions      []Decision       `json:"decisions,omitempty"`
-	Finished       []FinishedRunner `json:"finished,omitempty"`
-	Totals         PoolTotals       `json:"totals"`
+	Failures       int       `json:"failures,omitempty"`
+	StartNotBefore time.Time `json:"startNotBefore,omitzero"`
+	NextListing    time.Time `json:"nextListing,omitzero"`
+	// NextRunnerCheck and LastRunnerCheck schedule the check for runner workflows that ended
+	// without a report (checkRunnerWorkflows).
+	NextRunnerCheck time.Time        `json:"nextRunnerCheck,omitzero"`
+	LastRunnerCheck time.Time        `json:"lastRunnerCheck,omitzero"`
+	Orphans         []Orphan         `json:"orphans,omitempty"`
+	Decisions       []Decision       `json:"decisions,omitempty"`
+	Finished        []FinishedRunner `json:"finished,omitempty"`
+	Totals          PoolTotals       `json:"totals"`
 	// Applied is set by the first apply (its result is "created", later ones are not).
 	Applied     bool                    `json:"applied,omitempty"`
 	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`

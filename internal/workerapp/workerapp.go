@@ -261,6 +261,8 @@ func (a *App) buildWorkers() {
 		activity.RegisterOptions{Name: workflows.ActivityStartRunnerWorkflows})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandScopeListing,
 		activity.RegisterOptions{Name: workflows.ActivityDemandScopeListing})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListEndedRunners,
+		activity.RegisterOptions{Name: workflows.ActivityListEndedRunners})
 	if a.cfg.Register != nil {
 		a.cfg.Register(main, a.deps)
 	}
