@@ -30,8 +30,10 @@ type burstPhase struct {
 	// start is when the counters were reset, just before the jobs were queued; released is
 	// when the double started sending their webhooks.
 	start, released, allStarted time.Time
-	// warm is how many warm registrations the pools held when the jobs were queued.
-	warm int
+	// warm is how many warm registrations the pools held when the jobs were queued; hotPath
+	// and refills count the registrations runner workflows and pools made between the first
+	// webhook and the last job start (see BurstResult).
+	warm, hotPath, refills int
 }
 
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
@@ -82,7 +84,7 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 	var specs []workflows.PoolSpec
 	for i := range burstPools {
 		pool := fmt.Sprintf("burst%d-%c", b.n, 'a'+i)
-		org := "org-" + pool
+		org := burstOrg(pool)
 		if err := b.e.world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
 			return err
 		}
@@ -143,7 +145,7 @@ func queueBurst(gh *githubdouble.Server, pools []string, n int) ([]int64, time.T
 	var jobs []int64
 	gh.HoldWebhooks()
 	for i := range n {
-		org := "org-" + pools[i%len(pools)]
+		org := burstOrg(pools[i%len(pools)])
 		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: org + "/app", Labels: jobLabels})
 		if err != nil {
 			gh.ReleaseWebhooks(githubdouble.ReleaseInOrder)
@@ -169,7 +171,7 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 	}
 	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
-	res.Warm, res.HotPathRegistrations = b.warm, b.hotPathRegistrations()
+	res.Warm, res.HotPathRegistrations, res.WarmRefills = b.warm, b.hotPath, b.refills
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
 	res.Latency, err = b.latencies(runnerTimes{decided: decided, started: firstStarts(runners)})
 	return res, err
@@ -234,18 +236,6 @@ func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 	}, nil
 }
 
-// hotPathRegistrations counts the registrations GitHub answered between the first webhook and
-// the last job's start: the calls a queued job waited on.
-func (b *burstPhase) hotPathRegistrations() int {
-	n := 0
-	for _, c := range b.e.world.GitHub.CallLog() {
-		if strings.HasSuffix(c.Route, "/actions/runners/generate-jitconfig") && !c.At.Before(b.released) && !c.At.After(b.allStarted) {
-			n++
-		}
-	}
-	return n
-}
-
 // secondaryLimitSeconds is how long GitHub's secondary limit (pointsPerMinute; a registration
 // is a write of workflows.GitHubWritePoints) takes to admit one registration per job.
 func secondaryLimitSeconds(jobs, pointsPerMinute int) float64 {
@@ -260,12 +250,26 @@ func secondaryLimitSeconds(jobs, pointsPerMinute int) float64 {
 func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[string]time.Time) (TemporalResult, error) {
 	var res TemporalResult
 	var err error
-	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, nil); err != nil {
+	// A registration in the burst's hot window (first webhook to last job start) is a job's
+	// runner waiting on GitHub when a runner workflow makes it, a warm refill when a pool does.
+	registrations := func(n *int) func(*historypb.HistoryEvent) {
+		return func(ev *historypb.HistoryEvent) {
+			at := ev.GetEventTime().AsTime()
+			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == workflows.ActivityRegisterRunner &&
+				!at.Before(b.released) && !at.After(b.allStarted) {
+				*n++
+			}
+		}
+	}
+	b.hotPath, b.refills = 0, 0
+	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, registrations(&b.hotPath)); err != nil {
 		return res, err
 	}
+	countRefill := registrations(&b.refills)
 	// A pool decides to start a runner when it issues the runner's start: a child workflow
 	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
 	noteDecision := func(ev *historypb.HistoryEvent) {
+		countRefill(ev)
 		at := ev.GetEventTime().AsTime()
 		if id := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(); id != "" {
 			decided[runnerName(id)] = at
@@ -285,6 +289,9 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start, nil); err != nil {
 		return res, err
 	}
+	if res.ScopeListings, err = historyCost(ctx, b.e.c, b.listingQuery(), b.start, nil); err != nil {
+		return res, err
+	}
 	all := res.total()
 	res.EventsPerRunner = ratio(all.Events, runners)
 	res.ActionsPerRunner = ratio(all.Actions.Total(), runners)
@@ -298,6 +305,7 @@ func (t TemporalResult) total() HistoryCost {
 	all.add(t.RunnerWorkflows)
 	all.add(t.PoolWorkflows)
 	all.add(t.ScaleWindows)
+	all.add(t.ScopeListings)
 	return all
 }
 
@@ -315,6 +323,16 @@ func poolQuery(pools []string) string {
 }
 
 func (b *burstPhase) windowQuery() string { return idQuery(workflows.ScaleWindowWorkflowID, b.pools) }
+
+// listingQuery matches the listing workflows of the pools' scopes (one organization each).
+func (b *burstPhase) listingQuery() string {
+	return idQuery(func(pool string) string {
+		return workflows.ScopeListingWorkflowID(workflows.Scope{Organization: burstOrg(pool)})
+	}, b.pools)
+}
+
+// burstOrg is the organization a burst pool serves.
+func burstOrg(pool string) string { return "org-" + pool }
 
 // idQuery matches every run of the workflows whose ids id derives from the pools.
 func idQuery(id func(string) string, pools []string) string {

@@ -85,7 +85,7 @@ func printLatency(w io.Writer, b BurstResult) {
 			fmt.Sprintf("%.1f s; all started at %.2f × that bound", l.SecondaryLimitSeconds, l.AllStartedSeconds/l.SecondaryLimitSeconds))
 	}
 	row(w, "", "warm registrations; registrations on the hot path",
-		fmt.Sprintf("%d warm; %d registrations between the first webhook and the last job start", b.Warm, b.HotPathRegistrations))
+		fmt.Sprintf("%d warm; %d registrations by runners between the first webhook and the last job start (%d warm refills by the pools meanwhile)", b.Warm, b.HotPathRegistrations, b.WarmRefills))
 	row(w, "", "runner lifecycles; stranded runner workflows",
 		fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
 }

@@ -64,10 +64,13 @@ type BurstResult struct {
 	// Runners is the number of runner lifecycles (runner workflows) the burst caused.
 	Runners int `json:"runners"`
 	// Warm is how many warm registrations the pools held when the jobs were queued;
-	// HotPathRegistrations counts the registrations (generate-jitconfig calls) made between
-	// the first webhook and the last job's start.
+	// HotPathRegistrations counts the registrations runner workflows made between the first
+	// webhook and the last job's start (a runner that found no warm registration, so its job
+	// waited on GitHub); WarmRefills the warm registrations the pools minted in that time
+	// (on no job's path, but on the same paced GitHub queue).
 	Warm                 int `json:"warm,omitempty"`
 	HotPathRegistrations int `json:"hotPathRegistrations"`
+	WarmRefills          int `json:"warmRefills,omitempty"`
 	// Stranded are the runner workflows still running a minute after their pools emptied,
 	// which the benchmark terminated (see docs/benchmarks.md); empty when all ended.
 	Stranded []string `json:"stranded"`
@@ -113,12 +116,15 @@ type TemporalResult struct {
 	RunnerWorkflows HistoryCost `json:"runnerWorkflows"`
 	PoolWorkflows   HistoryCost `json:"poolWorkflows"`
 	ScaleWindows    HistoryCost `json:"scaleWindows"`
-	// Per runner lifecycle: all three together divided by Runners.
+	// ScopeListings are the pools' scopes' listing workflows (listing/<scope>), which list
+	// the runners at GitHub for the pools.
+	ScopeListings HistoryCost `json:"scopeListings"`
+	// Per runner lifecycle: all four together divided by Runners.
 	EventsPerRunner  float64 `json:"eventsPerRunner"`
 	ActionsPerRunner float64 `json:"actionsPerRunner"`
 	// RunnerOnlyActionsPerRunner counts the runner workflows' own histories only.
 	RunnerOnlyActionsPerRunner float64 `json:"runnerOnlyActionsPerRunner"`
-	// ActionsPerJob is all three together divided by the burst's jobs.
+	// ActionsPerJob is all four together divided by the burst's jobs.
 	ActionsPerJob float64 `json:"actionsPerJob"`
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -83,6 +84,7 @@ type UpdatePoolReservationsInput struct {
 //     window in the same run, until Temporal suggests continuing as new.
 //   - changeSignalPool (1): a batch goes to the pool as a SignalReservations signal from the
 //     window itself instead of an UpdatePoolReservations activity sending the pool an update.
+//   - changeOpenOnDemand (1): the opening batch goes at once only when it holds a queued job.
 func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
 	if in.Pool == "" {
 		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)
@@ -126,6 +128,20 @@ const changeRunSpansWindows = "run-spans-windows"
 // changeSignalPool gates handing a batch to the pool by signal (see applyToPool).
 const changeSignalPool = "signal-pool"
 
+// changeOpenOnDemand gates opensWithDemand.
+const changeOpenOnDemand = "open-on-demand"
+
+// opensWithDemand reports whether the opening events go to the pool at once: since
+// changeOpenOnDemand only when one of them is a queued job (demand a runner waits on); a window
+// opened by completed or in_progress events alone (a burst's jobs ending one by one) takes them
+// with the rest of its window, one signal to the pool instead of two.
+func (w *scaleWindow) opensWithDemand(ctx workflow.Context) bool {
+	if workflow.GetVersion(ctx, changeOpenOnDemand, workflow.DefaultVersion, 1) < 1 {
+		return true
+	}
+	return slices.ContainsFunc(w.events, func(ev WorkflowJobEvent) bool { return ev.Action == JobQueued })
+}
+
 // ScaleWindowStatus answers the window's status query: what it holds and whether the pool
 // has taken it yet (a window whose pool is unreachable keeps its events and says so here).
 type ScaleWindowStatus struct {
@@ -150,7 +166,9 @@ func (w *scaleWindow) run(ctx workflow.Context) (ScaleWindowResult, error) {
 	}
 	if len(w.in.Carried) == 0 && workflow.GetVersion(ctx, changeOpenAtOnce, workflow.DefaultVersion, 1) >= 1 {
 		w.drainInto(&w.events)
-		w.applyToPool(ctx, "/opening")
+		if w.opensWithDemand(ctx) {
+			w.applyToPool(ctx, "/opening")
+		}
 	}
 	for window := 1; ; window++ {
 		w.collect(ctx)

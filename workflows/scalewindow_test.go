@@ -568,3 +568,23 @@ func TestScaleWindowRecordsAPoolThatIsGone(t *testing.T) {
 func (wt *signalWindowTest) signalAt(d time.Duration, ev WorkflowJobEvent) {
 	wt.env.RegisterDelayedCallback(func() { wt.env.SignalWorkflow(SignalWorkflowJob, ev) }, d)
 }
+
+// A window opened by a job's end alone does not hand it over at once (nothing waits on it):
+// the window's events go in one signal when it closes.
+func TestScaleWindowOpenedByAnEndWaitsForItsWindow(t *testing.T) {
+	wt := newSignalWindowTest(t)
+	wt.signalAt(0, ev("d1", 1, JobCompleted))
+	wt.signalAt(time.Second, ev("d2", 2, JobCompleted))
+	start := wt.env.Now()
+	wt.env.ExecuteWorkflow(ScaleWindowWorkflowType, ScaleWindowInput{Pool: "linux"})
+
+	if err := wt.env.GetWorkflowError(); err != nil {
+		t.Fatalf("window failed: %v", err)
+	}
+	if len(wt.batches) != 1 || !equalIDs(jobIDs(wt.batches[0].Events), []int64{1, 2}) {
+		t.Fatalf("signalled batches %+v, want one with jobs [1 2] when the window closed", wt.batches)
+	}
+	if d := wt.sentAt[0].Sub(start); d < DefaultScaleWindow {
+		t.Errorf("the batch left %v after the window opened, before the window closed", d)
+	}
+}
