@@ -29,7 +29,7 @@ func printTable(w io.Writer, r Results) {
 	}
 	for _, b := range r.Bursts {
 		t := b.Temporal
-		row(tw, fmt.Sprintf("3 Temporal, N=%d", b.Jobs), "per runner lifecycle (runner + pool + window)",
+		row(tw, fmt.Sprintf("3 Temporal, N=%d", b.Jobs), "per runner lifecycle (runner + pool + window + listing)",
 			fmt.Sprintf("%.1f actions, %.1f history events (runner workflow alone: %.1f actions); %.1f actions per job",
 				t.ActionsPerRunner, t.EventsPerRunner, t.RunnerOnlyActionsPerRunner, t.ActionsPerJob))
 		row(tw, "", "actions by kind (all runs)", actionKinds(t.total().Actions))
