@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -203,4 +206,31 @@ func TestRegistrationRetryChecksRoomForItsSecretBeforeMinting(t *testing.T) {
 func quotaForbidden() error {
 	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "pool-a-ab12-3",
 		errors.New("exceeded quota: runners, requested: pods=1, used: pods=5, limited: pods=5"))
+}
+
+// A worker the cluster's RBAC does not allow to create pods fails at once, with the API server's
+// own words and what to fix; it does not wait as for a quota.
+func TestCreateRunnerPodFailsFastWithoutPermission(t *testing.T) {
+	e := newEnv(t)
+	cfg := rest.CopyConfig(testKube.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "runnerflow-without-rights"}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := &blockReports{}
+	a := &KubernetesActivities{Client: client, Temporal: reports}
+	_, err = a.CreateRunnerPod(e.ctx, e.podInput("pool-a-ab12-5"))
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != workflows.ErrForbidden || !app.NonRetryable() {
+		t.Fatalf("create pod without permission = %v, want a non-retryable Forbidden", err)
+	}
+	for _, want := range []string{`cannot create resource "pods"`, "lacks this permission"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if n := len(reports.all()); n != 0 {
+		t.Errorf("%d block reports for an RBAC denial, want none", n)
+	}
 }
