@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/klog/v2"
+
 	"github.com/runnerflow/runnerflow/localworld/demo"
 )
 
@@ -31,6 +33,9 @@ func main() {
 	}
 	opts.Out = os.Stdout
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// client-go (the pod watcher's informer and leader election) logs through klog: through the
+	// demo's logger too, so its lines show only with -v, like every other component's.
+	klog.SetSlogLogger(opts.Logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
