@@ -26,7 +26,8 @@ func TestPoolsOfOneOrganizationShareTheListing(t *testing.T) {
 	t.Cleanup(func() { _ = a.c.TerminateWorkflow(a.ctx, workflows.ScopeListingWorkflowID(scope), "", "test over") })
 	start := time.Now()
 
-	specA, specB := a.spec(2, 3, "20s"), b.spec(1, 2, "20s")
+	// Jobs outlast a rest interval of the listing, which is how their runners are seen busy.
+	specA, specB := a.spec(2, 3, "170s"), b.spec(1, 2, "170s")
 	persistent := false
 	specA.Ephemeral, specB.Ephemeral = &persistent, &persistent
 	a.apply(specA)
@@ -43,7 +44,7 @@ func TestPoolsOfOneOrganizationShareTheListing(t *testing.T) {
 
 	a.queueJobs(3)
 	busy := func(st workflows.PoolStatus) int { return count(st, workflows.RunnerBusy, "") }
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(workflows.PoolListingInterval + wait/4)
 	for busy(a.status())+busy(b.status()) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("3 jobs queued: %d runners of a and %d of b busy", busy(a.status()), busy(b.status()))
