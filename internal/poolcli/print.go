@@ -122,11 +122,23 @@ func printTable(ctx context.Context, c client.Client, pools []string, output str
 		return writeJSON(w, all)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL\tSCOPE\tLABELS\tMODE\tMIN\tMAX\tDESIRED\tRUNNERS\tIDLE\tBUSY\tRESERVED")
+	fmt.Fprintln(tw, "POOL\tSCOPE\tLABELS\tMODE\tMIN\tMAX\tDESIRED\tRUNNERS\tIDLE\tBUSY\tRESERVED\tBLOCKED")
 	for _, st := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", st.Name, st.Spec.Scope(), strings.Join(st.Spec.Labels, ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", st.Name, st.Spec.Scope(), strings.Join(st.Spec.Labels, ","),
 			st.Mode, st.Bounds.Min, st.Bounds.Max, st.Desired, len(st.Runners),
-			st.RunnersByState[workflows.RunnerIdle], st.RunnersByState[workflows.RunnerBusy], st.Reservations)
+			st.RunnersByState[workflows.RunnerIdle], st.RunnersByState[workflows.RunnerBusy], st.Reservations, blockedSummary(st.Blocked))
 	}
 	return tw.Flush()
+}
+
+// blockedSummary is the runners waiting for room, by reason ("15 quota"), or "-".
+func blockedSummary(blocks []workflows.PoolBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		parts = append(parts, fmt.Sprintf("%d %s", b.Runners, b.Reason))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -51,3 +51,12 @@ func TestPrintStatusShowsRunnersWaitingForRoom(t *testing.T) {
 		t.Errorf("a pool with nothing blocked shows a block:\n%s", out.String())
 	}
 }
+
+func TestBlockedSummary(t *testing.T) {
+	if got := blockedSummary(nil); got != "-" {
+		t.Errorf("nothing blocked = %q, want -", got)
+	}
+	if got := blockedSummary([]workflows.PoolBlock{{Reason: workflows.BlockQuota, Runners: 15}}); got != "15 quota" {
+		t.Errorf("15 runners waiting for quota = %q", got)
+	}
+}
