@@ -25,8 +25,8 @@ func TestPoolCountsReservationsFromTheirEventsOwnTimes(t *testing.T) {
 				near(st.Reserved[0].ExpiresAt, took.Add(LateReservationHold)) && // took: as the harness delivers it
 				st.Reserved[1].ExpiresAt.Equal(batch.Events[1].At.Add(d))
 		})
-		h.check(25*time.Minute, "the late job's hold is over; the other's reservation stands", func(st PoolStatus) bool {
-			return st.Reservations == 1 && len(st.Reserved) == 1 && st.Reserved[0].JobID == 12
+		h.check(25*time.Minute, "the late job's hold is over, its runner kept by the scale-down delay; the other's reservation stands", func(st PoolStatus) bool {
+			return st.Reservations == 1 && len(st.Reserved) == 1 && st.Reserved[0].JobID == 12 && len(st.Runners) == 2
 		})
 		h.check(29*time.Minute, "the reservation has expired 8 minutes after the pool took it", func(st PoolStatus) bool {
 			return st.Reservations == 0

@@ -35,6 +35,10 @@ func (s *Server) handleAPI(mux *http.ServeMux, pattern string, h http.HandlerFun
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() { s.count(pattern, rec.status, rec.Header()) }()
+		if status := s.outageStatus(pattern); status != 0 {
+			answerOutage(rec, status)
+			return
+		}
 		cred := bearer(r)
 		tok, ok := s.lookupToken(cred)
 		if !ok {

@@ -76,6 +76,8 @@ type Server struct {
 
 	mu sync.Mutex
 	st *state
+	// outage, when set, makes REST routes answer a server error (StartOutage).
+	outage *Outage
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
