@@ -193,7 +193,7 @@ func (o Options) validate() error {
 		return fmt.Errorf("--peer: unknown peer %q (arc)", o.Peer)
 	case o.Peer != "" && !o.runs("burst"):
 		return errors.New("--peer compares the bursts: it cannot skip burst")
-	case o.Pools < 0 || o.PoolRunners <= 0 || o.PoolJobs < 0 || o.Workers <= 0:
+	case o.Pools < 0 || (o.Pools > 0 && (o.PoolRunners <= 0 || o.PoolJobs < 0 || o.Workers <= 0)):
 		return errors.New("--pools and --pool-jobs must not be negative, --pool-runners and --workers must be positive")
 	case o.PoolRunners > workflows.MaxPoolReplicas:
 		return fmt.Errorf("--pool-runners: at most %d runners a pool", workflows.MaxPoolReplicas)
