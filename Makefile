@@ -3,7 +3,7 @@ GO ?= go
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo test tools vet bench bench-arc record-histories
+.PHONY: demo test tools vet bench bench-arc record-histories fault-long
 
 ## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
 demo: tools
@@ -32,6 +32,10 @@ record-histories: tools
 	@test -n "$(BUILD)" || { echo "usage: make record-histories BUILD=<build, e.g. v3>" >&2; exit 2; }
 	RUNNERFLOW_RECORD_HISTORY=$(BUILD) $(GO) test -count=1 -timeout 30m ./integration/runners/ ./integration/pools/ ./integration/jobs/
 	$(GO) test -count=1 -run TestReplaysRecordedHistories ./workflows/
+
+## fault-long: the API-server fault of integration/faults with a 10-minute pause instead of make test's 90 s.
+fault-long: tools
+	RUNNERFLOW_FAULT_PAUSE=10m $(GO) test -count=1 -timeout 40m -run TestAPIServerPausedMidBurst -v ./integration/faults/
 
 ## tools: build the Temporal CLI, kube-apiserver, etcd, kube-controller-manager and ARC, fetch GitHub's OpenAPI description (cached per machine).
 tools:

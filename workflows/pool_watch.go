@@ -84,7 +84,7 @@ type EndedRunner struct {
 }
 
 // checkRunnerWorkflows lists, beside the loop, the runner workflows that ended since the last
-// check, at the pace of the runner listing, while the pool watches started runners (those it
+// check (every runnerCheckInterval), while the pool watches started runners (those it
 // started since changeWatchRegistration). A tracked runner whose workflow ended more than
 // PoolRunnerEndGrace ago without its final report reaching the pool is forgotten (and
 // replaced if still needed).
@@ -103,7 +103,7 @@ func (p *pool) checkRunnerWorkflows(now time.Time) {
 		done := workflow.Now(ctx)
 		p.checking = false
 		p.changed = true
-		p.st.NextRunnerCheck = done.Add(p.listingInterval())
+		p.st.NextRunnerCheck = done.Add(p.runnerCheckInterval())
 		if err != nil {
 			p.logger.Warn("Runner workflow check failed", "error", err)
 			return
@@ -126,4 +126,14 @@ func endedState(status string) RunnerState {
 		return RunnerDone
 	}
 	return RunnerFailed
+}
+
+// runnerCheckInterval: the listing's short interval while runners register (a runner that ends
+// then is replaced soon), PoolRunnerCheckInterval at rest (a runner terminated by hand is the
+// rare case the check is for, and each check is an activity and a timer).
+func (p *pool) runnerCheckInterval() time.Duration {
+	if p.registering() {
+		return PoolListingIntervalStarting
+	}
+	return PoolRunnerCheckInterval
 }

@@ -48,9 +48,9 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	if err := p.c.TerminateWorkflow(p.ctx, workflows.RunnerWorkflowID(p.name, terminated), "", "test: terminated by hand"); err != nil {
 		t.Fatal(err)
 	}
-	// The pool finds a terminated runner in its check of its runners' workflows, at the pace
-	// of its runner listing (2 min at rest), once PoolRunnerEndGrace has passed.
-	st = p.eventually(2*wait, "the terminated runner replaced, a warm registration ready", func(st workflows.PoolStatus) bool {
+	// The pool finds a terminated runner in its check of its runners' workflows (every
+	// PoolRunnerCheckInterval at rest), once PoolRunnerEndGrace has passed.
+	st = p.eventually(workflows.PoolRunnerCheckInterval+wait, "the terminated runner replaced, a warm registration ready", func(st workflows.PoolStatus) bool {
 		return count(st, workflows.RunnerIdle, "") == 1 && st.Runners[0].Name != terminated && st.WarmReady == 1
 	})
 	live, warm := st.Runners[0].Name, st.Warm[0].Name
