@@ -75,7 +75,10 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	// The dev server takes the value for every queue; one partition is ample for a test world.
 	args = append(args,
 		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueReadPartitions=%d", workflows.GitHubTaskQueuePartitions),
-		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueWritePartitions=%d", workflows.GitHubTaskQueuePartitions))
+		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueWritePartitions=%d", workflows.GitHubTaskQueuePartitions),
+		// Eager activities, as docs/operations.md recommends: a runner's pod activity comes back
+		// with the workflow task that scheduled it.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true")
 	if opts.UI {
 		args = append(args, "--ui-port", strconv.Itoa(ports[3]))
 		t.UIAddress = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
