@@ -8,8 +8,12 @@ import (
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
+// temporalDown is how long the Temporal server stays down in its restart: a deploy's restart
+// of a server, long enough for every kind of call to fail at least once.
+const temporalDown = 20 * time.Second
+
 // TestTemporalServerRestartedMidBurst restarts the Temporal server (on its persistent database
-// file) while a burst of 20 jobs is under way: runners are registering, pods running, jobs
+// file, down for temporalDown) while a burst of 20 jobs is under way: runners are registering, pods running, jobs
 // ending. Meanwhile the worker's polls and the activities' reports fail and are retried, the
 // pod watcher's signals and the intake's signals fail (GitHub's deliveries of in_progress and
 // completed events in that time are answered 503 and lost, as GitHub does not send them
@@ -34,7 +38,7 @@ func TestTemporalServerRestartedMidBurst(t *testing.T) {
 	t.Logf("restarting the Temporal server: %d jobs queued, %d running, %d done; pool: %s",
 		count(jobs, githubdouble.StatusQueued), count(jobs, githubdouble.StatusInProgress), count(jobs, githubdouble.StatusCompleted), s.describe())
 	began := time.Now()
-	if err := world.Temporal.Restart(context.Background()); err != nil {
+	if err := world.Temporal.Restart(context.Background(), temporalDown); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the Temporal server answers again after %s: %d jobs queued, %d running, %d done",

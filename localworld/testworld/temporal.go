@@ -113,13 +113,18 @@ func (t *Temporal) start(args []string) error {
 const temporalStopGrace = 15 * time.Second
 
 // Restart stops the server as an operator's restart does (SIGTERM; SIGKILL if it has not ended
-// within temporalStopGrace) and starts it again with the same ports, database file and
-// settings, then waits until it answers. Histories, timers and queued tasks are in the database
+// within temporalStopGrace), leaves it down for down (a deploy's or a host's restart), and
+// starts it again with the same ports, database file and settings, then waits until it answers. Histories, timers and queued tasks are in the database
 // file, so they survive, as on a server with a persistent store; clients and workers see the
 // frontend go away and come back at the same address.
-func (t *Temporal) Restart(ctx context.Context) error {
+func (t *Temporal) Restart(ctx context.Context, down time.Duration) error {
 	if err := t.proc.terminate(temporalStopGrace); err != nil {
 		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
 	}
 	t.restarts++
 	p, err := startProcess(t.dir, fmt.Sprintf("temporal-restart-%d", t.restarts), t.CLIPath, t.args...)
