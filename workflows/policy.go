@@ -245,6 +245,34 @@ var RunnerStartPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ReadJobsPolicy: reading reserved jobs at GitHub (the pool's check for lost job events) is a
+// few GETs on the GitHub queue; the check comes again ReservedJobCheckInterval later anyway, so
+// a failing one gives up after a few tries.
+var ReadJobsPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+const (
+	// ReservedJobCheckAfter: a runner idle this long while a reservation no runner serves is
+	// held makes the pool read that job at GitHub. GitHub hands a queued job to a fitting idle
+	// runner within seconds; a minute rules out a burst's ordinary lag.
+	ReservedJobCheckAfter = time.Minute
+	// ReservedJobCheckInterval: checks of reserved jobs come no closer than this, so a job that
+	// is really still queued (its labels fit no online runner) costs a read every 2 minutes.
+	ReservedJobCheckInterval = 2 * time.Minute
+	// ReservedJobCheckMax: at most this many jobs are read in one check (one GET each, a point
+	// of the secondary limit each); the rest wait for the next check.
+	ReservedJobCheckMax = 20
+)
+
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
 // one visibility listing; it runs again at the next interval anyway, so a failing one gives up
 // after a few tries.

@@ -40,11 +40,12 @@ type pool struct {
 	// changed is set by every handler and completion; the loop waits for it.
 	changed bool
 	// inflight counts child starts and signals to runners not yet acknowledged; listing is
-	// true while a runner listing runs, checking while a runner workflow check runs.
-	// Continue-as-new waits for all three.
-	inflight int
-	listing  bool
-	checking bool
+	// true while a runner listing runs, checking while a runner workflow check runs,
+	// jobChecking while reserved jobs are read at GitHub. Continue-as-new waits for all four.
+	inflight    int
+	listing     bool
+	checking    bool
+	jobChecking bool
 	// warmBusy names the warm registrations with a call under way; warmWake is when the next
 	// one is due for refresh.
 	warmBusy []string
@@ -110,6 +111,7 @@ func (p *pool) run() error {
 		p.tendWarm(now)
 		p.startListing(now)
 		p.checkRunnerWorkflows(now)
+		p.checkReservedJobs(now)
 		p.recordMetrics(now)
 		if p.shouldContinueAsNew() {
 			return p.continueAsNew()
@@ -223,7 +225,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now))
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -306,7 +308,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

@@ -132,12 +132,14 @@ type PoolState struct {
 	NextListing    time.Time `json:"nextListing,omitzero"`
 	// NextRunnerCheck and LastRunnerCheck schedule the check for runner workflows that ended
 	// without a report (checkRunnerWorkflows).
-	NextRunnerCheck time.Time        `json:"nextRunnerCheck,omitzero"`
-	LastRunnerCheck time.Time        `json:"lastRunnerCheck,omitzero"`
-	Orphans         []Orphan         `json:"orphans,omitempty"`
-	Decisions       []Decision       `json:"decisions,omitempty"`
-	Finished        []FinishedRunner `json:"finished,omitempty"`
-	Totals          PoolTotals       `json:"totals"`
+	NextRunnerCheck time.Time `json:"nextRunnerCheck,omitzero"`
+	LastRunnerCheck time.Time `json:"lastRunnerCheck,omitzero"`
+	// NextJobCheck: a check of reserved jobs at GitHub (checkReservedJobs) comes no sooner.
+	NextJobCheck time.Time        `json:"nextJobCheck,omitzero"`
+	Orphans      []Orphan         `json:"orphans,omitempty"`
+	Decisions    []Decision       `json:"decisions,omitempty"`
+	Finished     []FinishedRunner `json:"finished,omitempty"`
+	Totals       PoolTotals       `json:"totals"`
 	// Applied is set by the first apply (its result is "created", later ones are not).
 	Applied     bool                    `json:"applied,omitempty"`
 	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`

@@ -100,7 +100,7 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 		}
 		switch ev.Action {
 		case JobQueued:
-			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration) {
+			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration, ev.Repository) {
 				res.Added++
 			}
 		case JobCompleted:
@@ -184,14 +184,14 @@ func maxTime(a, b time.Time) time.Time {
 
 // reserve adds a reservation for the job, expiring at expires with duration d (kept for a
 // restarted clock), unless it already holds one or has completed.
-func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration) bool {
+func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration, repo string) bool {
 	if _, ok := b.reservations[job]; ok {
 		return false
 	}
 	if _, ok := b.released[job]; ok {
 		return false
 	}
-	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d}
+	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d, Repository: repo}
 	return true
 }
 
