@@ -135,7 +135,7 @@ type App struct {
 	// watcher is the default cluster's pod watcher; nil when the worker does not serve it.
 	watcher  *activities.ElectedPodWatcher
 	clusters []clusterServer
-	obs       observability
+	obs      observability
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
