@@ -12,7 +12,7 @@ import (
 // left in either cluster or at GitHub.
 func TestPoolMovesToTheNextClusterWhileTheFirstIsDown(t *testing.T) {
 	ct := newClusterTest(t, "org-cl-move")
-	ct.startWorker("both", clusterA(), clusterB())
+	reg := ct.startWorker("both", clusterA(), clusterB())
 	const pool = "cl-move"
 	ct.apply(ct.spec(pool, 2, "a", "b"))
 	ct.eventually("2 idle runners on a", func() bool {
@@ -45,6 +45,13 @@ func TestPoolMovesToTheNextClusterWhileTheFirstIsDown(t *testing.T) {
 	if len(st.Clusters) != 2 || st.Clusters[0] != (workflows.ClusterRunners{Cluster: "a", Runners: 2}) ||
 		st.Clusters[1] != (workflows.ClusterRunners{Cluster: "b", Runners: 2}) {
 		t.Errorf("status runners per cluster %+v, want a: 2, b: 2", st.Clusters)
+	}
+	ct.eventually("the per-cluster gauge at a: 2, b: 2", func() bool {
+		return gauge(t, reg, workflows.MetricPoolClusterRunners, map[string]string{"pool": pool, "cluster": "a"}) == 2 &&
+			gauge(t, reg, workflows.MetricPoolClusterRunners, map[string]string{"pool": pool, "cluster": "b"}) == 2
+	}, func() string { return describe(ct.status(pool)) })
+	if g := gauge(t, reg, "runnerflow_pod_watcher_leader", map[string]string{"cluster": "b"}); g != 1 {
+		t.Errorf("cluster b's pod watcher leader gauge %v, want 1 on its only worker", g)
 	}
 	resume()
 	ct.checkNothingLeft(pool)

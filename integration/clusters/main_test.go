@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -109,8 +110,10 @@ func newClusterTest(t *testing.T, org string) *clusterTest {
 
 // startWorker starts a worker serving the given named clusters and no default cluster. Its
 // cleanup is registered before the pools', so pools are terminated before it stops.
-func (ct *clusterTest) startWorker(identity string, clusters ...workerapp.ClusterConfig) {
+func (ct *clusterTest) startWorker(identity string, clusters ...workerapp.ClusterConfig) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
 	app, err := workerapp.New(workerapp.Config{
+		Metrics: reg,
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Clusters: clusters, WatchNamespace: ct.ns, Identity: identity,
 		GitHub: activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
@@ -128,6 +131,33 @@ func (ct *clusterTest) startWorker(identity string, clusters ...workerapp.Cluste
 			ct.t.Errorf("worker %s: %v", identity, err)
 		}
 	})
+	return reg
+}
+
+// gauge reads a gauge of reg by name and label values (-1 when the series is not there).
+func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			match := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v == l.GetValue() {
+					match++
+				}
+			}
+			if match == len(labels) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 // spec is a pool of the test's organization placed on clusters, its runners labelled with
