@@ -67,8 +67,12 @@ func quietLogger() *slog.Logger {
 }
 
 // clusterA and clusterB are the two clusters as a worker is given them.
-func clusterA() workerapp.ClusterConfig { return workerapp.ClusterConfig{Name: "a", Kube: world.Kube.Config} }
-func clusterB() workerapp.ClusterConfig { return workerapp.ClusterConfig{Name: "b", Kube: second.Kube.Config} }
+func clusterA() workerapp.ClusterConfig {
+	return workerapp.ClusterConfig{Name: "a", Kube: world.Kube.Config}
+}
+func clusterB() workerapp.ClusterConfig {
+	return workerapp.ClusterConfig{Name: "b", Kube: second.Kube.Config}
+}
 
 // kubeOf is the test's client of a cluster.
 func kubeOf(cluster string) kubernetes.Interface {
@@ -113,7 +117,7 @@ func newClusterTest(t *testing.T, org string) *clusterTest {
 func (ct *clusterTest) startWorker(identity string, clusters ...workerapp.ClusterConfig) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	app, err := workerapp.New(workerapp.Config{
-		Metrics: reg,
+		Metrics:         reg,
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Clusters: clusters, WatchNamespace: ct.ns, Identity: identity,
 		GitHub: activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
