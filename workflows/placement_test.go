@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -197,5 +199,48 @@ func TestPoolWithoutClustersProbesNothing(t *testing.T) {
 		if in.Cluster != "" {
 			t.Errorf("runner %s placed on %q", in.Name, in.Cluster)
 		}
+	}
+}
+
+// A runner placed on a named cluster runs its registration on that cluster's paced queue and
+// its Kubernetes activities on that cluster's queue; GitHub reads and removals stay on the
+// shared GitHub queue. A runner that names no cluster runs where runners always ran.
+func TestRunnerRunsOnItsClusterQueues(t *testing.T) {
+	for _, tc := range []struct {
+		cluster          string
+		register, delete string
+	}{
+		{"", GitHubTaskQueue, TaskQueue},
+		{"b", ClusterGitHubTaskQueue("b"), ClusterTaskQueue("b")},
+	} {
+		t.Run("cluster "+tc.cluster, func(t *testing.T) {
+			h := newRunnerHarness(t).withPool()
+			queues := map[string]string{}
+			var mu sync.Mutex
+			h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				mu.Lock()
+				defer mu.Unlock()
+				queues[info.ActivityType.Name] = info.TaskQueue
+			})
+			h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.MatchedBy(func(in RegisterRunnerInput) bool {
+				return in.Cluster == tc.cluster && in.Pod != nil && in.Pod.Cluster == tc.cluster
+			})).Return(RegisterRunnerOutput{RunnerID: 7, SecretName: runnerTestName, SecretUID: "secret-uid",
+				Pod: &CreateRunnerPodOutput{UID: "uid-1"}}, nil).Once()
+			h.env.OnActivity(ActivityDeleteRunnerSecret, mock.Anything,
+				SecretRef{Cluster: tc.cluster, Namespace: runnerTestNS, Name: runnerTestName}).Return(Nothing{}, nil).Once()
+			h.env.OnActivity(ActivityRemoveRunner, mock.Anything, mock.Anything).Return(RemoveRunnerOutput{Removed: true}, nil).Maybe()
+			h.at(time.Second, SignalDrain, DrainRequest{Reason: "test"})
+			in := runnerTestInput(true)
+			in.Cluster = tc.cluster
+			h.mustRun(in)
+			mu.Lock()
+			defer mu.Unlock()
+			if queues[ActivityRegisterRunner] != tc.register || queues[ActivityDeleteRunnerSecret] != tc.delete {
+				t.Errorf("activities ran on %v; want registration on %s, Secret deletion on %s", queues, tc.register, tc.delete)
+			}
+			if q, ok := queues[ActivityRemoveRunner]; ok && q != GitHubTaskQueue {
+				t.Errorf("RemoveRunner ran on %s, want the shared %s", q, GitHubTaskQueue)
+			}
+		})
 	}
 }
