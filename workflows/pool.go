@@ -180,7 +180,28 @@ func (p *pool) pruneReservations(now time.Time) {
 }
 
 func (p *pool) reservationParams(now time.Time) ReservationParams {
-	return ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
+	params := ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
+	// Asked only when a reservation would expire with no runner online for it, so histories
+	// in which none did carry no marker.
+	serving := p.servingRunners(now)
+	if p.st.Reserved.WaitsForRunner(now, serving) &&
+		workflow.GetVersion(p.ctx, changeReservationsWaitForRunners, workflow.DefaultVersion, 1) >= 1 {
+		params.WaitForRunners = true
+		params.ServingRunners = serving
+	}
+	return params
+}
+
+// servingRunners counts the runners online to serve this pool's reservations: idle ones not
+// leaving, and busy ones whose job is not another pool's (busyElsewhere).
+func (p *pool) servingRunners(now time.Time) int {
+	n := 0
+	for _, r := range p.st.Runners {
+		if (r.State == RunnerIdle || r.State == RunnerBusy) && !r.Draining && !r.Removing {
+			n++
+		}
+	}
+	return max(n-p.busyElsewhere(now), 0)
 }
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a

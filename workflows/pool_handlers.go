@@ -188,6 +188,10 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     that never came online ends and leaves its replacement to the pool.
 //   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
 //     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
+//   - changeReservationsWaitForRunners (1): a reservation that expires while no runner of
+//     the pool is online for it (ReservationParams.WaitForRunners) restarts its clock instead
+//     of being dropped; before, a job queued through an outage longer than the reservation
+//     duration lost its runner while that runner was still registering.
 //   - changeClusterPlacement (1): a pool that names clusters probes them before starting a
 //     batch and places it on the first that answers (placement.go).
 //
@@ -200,6 +204,8 @@ const (
 	changeFailuresByStart  = "failures-by-start"
 	// Reservations count from their events' own times (the list above).
 	changeReservationsFromEventTimes = "reservations-from-event-times"
+	// Reservations wait for a runner online (the list above).
+	changeReservationsWaitForRunners = "reservations-wait-for-runners"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has

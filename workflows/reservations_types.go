@@ -68,5 +68,8 @@ type ReservationBatchResult struct {
 	Added    int `json:"added"`
 	Released int `json:"released"`
 	Expired  int `json:"expired"`
-	Active   int `json:"active"`
+	// Renewed counts expired reservations kept because no runner was online for them
+	// (ReservationParams.WaitForRunners).
+	Renewed int `json:"renewed,omitempty"`
+	Active  int `json:"active"`
 }
