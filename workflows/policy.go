@@ -217,6 +217,32 @@ var KubernetesActivityPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ClusterProbePolicy: the placement's probe of a cluster (ActivityProbeCluster) is one read
+// of its API server. A cluster that has not answered within seconds, or that no worker serves
+// (the task waits in its queue until ScheduleToClose), is skipped for this batch of runners;
+// one attempt, since the next batch probes again.
+var ClusterProbePolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    5 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// ForCluster is a policy run on a cluster's own task queues: the Kubernetes queue for policies
+// on TaskQueue, the cluster's paced registration queue for those on GitHubTaskQueue. The
+// default cluster ("") keeps the policy as it is, so runners that name no cluster issue
+// exactly the commands they always did.
+func ForCluster(policy workflow.ActivityOptions, cluster string) workflow.ActivityOptions {
+	switch {
+	case cluster == "":
+	case policy.TaskQueue == GitHubTaskQueue:
+		policy.TaskQueue = ClusterGitHubTaskQueue(cluster)
+	default:
+		policy.TaskQueue = ClusterTaskQueue(cluster)
+	}
+	return policy
+}
+
 // ---- Child workflows ----
 
 // RunnerChildPolicy: runner workflows outlive the pool run that started them (continue-as-new,

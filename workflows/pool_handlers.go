@@ -195,6 +195,8 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     the pool is online for it (ReservationParams.WaitForRunners) restarts its clock instead
 //     of being dropped; before, a job queued through an outage longer than the reservation
 //     duration lost its runner while that runner was still registering.
+//   - changeClusterPlacement (1): a pool that names clusters probes them before starting a
+//     batch and places it on the first that answers (placement.go).
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -447,6 +449,6 @@ func (p *pool) status() (PoolStatus, error) {
 		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
-		Blocked: p.blocks(),
+		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
 	}, nil
 }
