@@ -297,6 +297,16 @@ const (
 	// ReservedJobCheckMax: at most this many jobs are read in one check (one GET each, a point
 	// of the secondary limit each); the rest wait for the next check.
 	ReservedJobCheckMax = 20
+	// ReservedJobCheckSettle: a check for a runner that ended after a job the pool never
+	// learned of waits this long, so the ends of a burst share one check.
+	ReservedJobCheckSettle = 5 * time.Second
+	// ReservedJobCheckSpacing: checks prompted by such ends come no closer than this (at most
+	// 40 reads a minute while events are being lost).
+	ReservedJobCheckSpacing = 30 * time.Second
+	// UnattributedEndHold: such an end lowers the reservations the pool counts for at most
+	// this long when no check can say which job it was, so a job still queued is not kept
+	// from its runner for longer.
+	UnattributedEndHold = 2 * time.Minute
 )
 
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is

@@ -137,7 +137,7 @@ func (p *pool) decide(now time.Time) Plan {
 	return Decide(DecideInput{
 		Now:            now,
 		Bounds:         p.bounds(now),
-		Reservations:   p.st.Reserved.Active(now),
+		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),
 		BusyElsewhere:  elsewhere,
 		Mode:           p.st.Mode,
 		TemplateHash:   p.st.TemplateHash,

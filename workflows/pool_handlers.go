@@ -86,6 +86,7 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 		p.endJobID(rep.EndedJob) // a job the pool never saw this runner take
 	}
 	if rep.State.Terminal() {
+		p.recordUnattributedEnd(p.st.Runners[i], rep)
 		p.forget(rep.Runner, rep.State, rep.Reason)
 		return
 	}
@@ -188,9 +189,11 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     that never came online ends and leaves its replacement to the pool.
 //   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
 //     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
-//   - changeCheckReservedJobs (1): reserved jobs no runner serves while a runner stands idle
-//     are read at GitHub, and what GitHub says of them applied as the lost events
-//     (pool_jobcheck.go); before, such a reservation held a runner until it expired.
+//   - changeCheckReservedJobs (1): reserved jobs no runner serves are read at GitHub when a
+//     runner stands idle or one ended after a job the pool never learned of, and what GitHub
+//     says of them applied as the lost events; such an end counts for one reservation over
+//     until then (pool_jobcheck.go). Before, such a reservation held a runner (or started
+//     one) until it expired.
 //   - changeReservationsWaitForRunners (1): a reservation that expires while no runner of
 //     the pool is online for it (ReservationParams.WaitForRunners) restarts its clock instead
 //     of being dropped; before, a job queued through an outage longer than the reservation

@@ -49,24 +49,22 @@ type jobCheck struct {
 	jobs []JobRef
 }
 
-// planJobCheck decides whether the pool should read its reserved jobs at GitHub, and which. A
-// reservation that no runner of the pool serves (no runner has its job) while one of the pool's
-// runners has stood idle for ReservedJobCheckAfter is suspect: GitHub hands a queued job to an
-// idle runner that fits it within seconds, so the job is most likely over or served
-// elsewhere and its completed or in_progress event was lost (the intake could not take it,
-// GitHub could not deliver it). The oldest such jobs are read, at most ReservedJobCheckMax,
-// no sooner than next (the last check's ReservedJobCheckInterval). Reservations made before
-// they carried their repository cannot be read and are left to expire. Zero due: no check.
-func planJobCheck(st PoolState, now, next time.Time) jobCheck {
-	var idleSince time.Time
-	for _, r := range st.Runners {
-		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
-			idleSince = r.Since
-		}
-	}
-	if idleSince.IsZero() {
-		return jobCheck{}
-	}
+// planJobCheck decides whether the pool should read its reserved jobs at GitHub, and which:
+// the reservations no runner of the pool serves (no runner has their job), the oldest first, at
+// most ReservedJobCheckMax. Reservations made before they carried their repository cannot be
+// read and are left to expire. Two things make them suspect:
+//   - a runner of the pool ended after running a job the pool never learned of (its
+//     in_progress and completed events were lost, or are late): one of them is over. Due
+//     ReservedJobCheckSettle after the first such end (the ends of a burst come together), and
+//     ReservedJobCheckSpacing after the last check;
+//   - one of the pool's runners has stood idle for ReservedJobCheckAfter: GitHub hands a queued
+//     job to a fitting idle runner within seconds, so the job is most likely over or served
+//     elsewhere and its events were lost. Due ReservedJobCheckInterval after the last check, so
+//     a job that really is still queued (its labels fit no online runner) costs a read that
+//     often.
+//
+// Zero due: no check.
+func planJobCheck(st PoolState, now time.Time) jobCheck {
 	var jobs []JobRef
 	for _, res := range st.Reserved.Reservations { // sorted by job id: the oldest jobs first
 		if res.Repository == "" || !res.ExpiresAt.After(now) || servedByRunner(st.Runners, res.JobID) {
@@ -80,11 +78,56 @@ func planJobCheck(st PoolState, now, next time.Time) jobCheck {
 	if len(jobs) == 0 {
 		return jobCheck{}
 	}
-	due := idleSince.Add(ReservedJobCheckAfter)
-	if next.After(due) {
-		due = next
+	var due time.Time
+	if len(st.UnattributedEnds) > 0 {
+		due = laterOf(st.UnattributedEnds[0].Add(ReservedJobCheckSettle), st.LastJobCheck.Add(ReservedJobCheckSpacing))
+	}
+	var idleSince time.Time
+	for _, r := range st.Runners {
+		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
+			idleSince = r.Since
+		}
+	}
+	if !idleSince.IsZero() {
+		idleDue := laterOf(idleSince.Add(ReservedJobCheckAfter), st.LastJobCheck.Add(ReservedJobCheckInterval))
+		if due.IsZero() || idleDue.Before(due) {
+			due = idleDue
+		}
+	}
+	if due.IsZero() {
+		return jobCheck{}
 	}
 	return jobCheck{due: due, jobs: jobs}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// unattributedEnd reports whether a runner's final report says it ran a job the pool does not
+// know: an ephemeral runner whose pod succeeded (its runner exits after its one job) while
+// neither the pool nor the runner learned which job it was.
+func unattributedEnd(r PoolRunner, rep RunnerStateReport, ephemeral bool) bool {
+	return ephemeral && rep.State == RunnerDone && rep.Reason == EndReasonPodSucceeded &&
+		r.JobID == 0 && rep.EndedJob == 0 && rep.JobID == 0
+}
+
+// heldUnattributed counts the unattributed ends that still stand for a reservation that is
+// over: those younger than UnattributedEndHold. Each lowers the reservations the pool counts by
+// one until a check of reserved jobs at GitHub says which job it was, so the pool does not
+// start a runner for a job that has already run; the hold bounds the wait if the check cannot
+// be made.
+func heldUnattributed(ends []time.Time, now time.Time) int {
+	n := 0
+	for _, at := range ends {
+		if now.Sub(at) < UnattributedEndHold {
+			n++
+		}
+	}
+	return n
 }
 
 // servedByRunner reports whether one of the runners has the job.
@@ -110,31 +153,49 @@ func jobReadingsAsEvents(readings []JobReading) []WorkflowJobEvent {
 }
 
 // checkReservedJobs reads, beside the loop, the jobs planJobCheck finds suspect, and applies
-// what GitHub says of them to the reservation book as the events that were lost.
+// what GitHub says of them to the reservation book as the events that were lost. The
+// unattributed ends recorded before the check began are accounted for by it.
 func (p *pool) checkReservedJobs(now time.Time) {
 	if p.jobChecking {
 		return
 	}
-	plan := planJobCheck(p.st, now, p.st.NextJobCheck)
+	plan := planJobCheck(p.st, now)
 	if plan.due.IsZero() || now.Before(plan.due) ||
 		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	p.jobChecking = true
+	p.st.LastJobCheck = now
 	in := ReadJobsInput{Pool: p.st.Spec.Name, Jobs: plan.jobs}
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
 		out, err := runActivity[ReadJobsInput, ReadJobsOutput](ctx, ReadJobsPolicy, ActivityReadJobs, in)
 		p.jobChecking = false
 		p.changed = true
-		p.st.NextJobCheck = workflow.Now(ctx).Add(ReservedJobCheckInterval)
 		if err != nil {
 			p.logger.Warn("Reading reserved jobs at GitHub failed", "error", err)
 			return
 		}
+		p.st.UnattributedEnds = slices.DeleteFunc(p.st.UnattributedEnds, func(at time.Time) bool { return !at.After(now) })
 		if events := jobReadingsAsEvents(out.Jobs); len(events) > 0 {
 			_, _ = p.reserve(ctx, ReservationBatch{WindowID: "job-check", Events: events})
 		}
 	})
+}
+
+// recordUnattributedEnd remembers a runner that ended after a job the pool never learned of
+// (unattributedEnd), when its reservations can be checked at GitHub.
+func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
+	if !unattributedEnd(r, rep, p.st.Spec.IsEphemeral()) ||
+		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	now := workflow.Now(p.ctx)
+	p.st.UnattributedEnds = append(slices.DeleteFunc(p.st.UnattributedEnds, func(at time.Time) bool {
+		return now.Sub(at) >= UnattributedEndHold
+	}), now)
+	if len(p.st.UnattributedEnds) > ReservedJobCheckMax {
+		p.st.UnattributedEnds = slices.Clone(p.st.UnattributedEnds[len(p.st.UnattributedEnds)-ReservedJobCheckMax:])
+	}
 }
 
 // nextJobCheck is when a check of reserved jobs is due, zero if none.
@@ -142,5 +203,5 @@ func (p *pool) nextJobCheck(now time.Time) time.Time {
 	if p.jobChecking {
 		return time.Time{}
 	}
-	return planJobCheck(p.st, now, p.st.NextJobCheck).due
+	return planJobCheck(p.st, now).due
 }

@@ -37,7 +37,8 @@ func TestPlanJobCheck(t *testing.T) {
 		name     string
 		runners  []PoolRunner
 		reserved ReservationState
-		next     time.Time
+		last     time.Time
+		ends     []time.Time
 		want     jobCheck
 	}{{
 		name:     "no idle runner: every reservation may still be on its way to one",
@@ -60,8 +61,31 @@ func TestPlanJobCheck(t *testing.T) {
 		name:     "not before the last check's interval",
 		runners:  []PoolRunner{idle("b", 0)},
 		reserved: reserved(2),
-		next:     t0.Add(10 * time.Minute),
-		want:     jobCheck{due: t0.Add(10 * time.Minute), jobs: refs(2)},
+		last:     t0.Add(10 * time.Minute),
+		want:     jobCheck{due: t0.Add(10*time.Minute + ReservedJobCheckInterval), jobs: refs(2)},
+	}, {
+		name:     "a runner ended after a job nobody named: due ReservedJobCheckSettle after the first such end, no idle runner needed",
+		runners:  []PoolRunner{{Name: "b", State: RunnerRegistering, Since: t0}},
+		reserved: reserved(2, 3),
+		ends:     []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)},
+		want:     jobCheck{due: t0.Add(time.Second + ReservedJobCheckSettle), jobs: refs(2, 3)},
+	}, {
+		name:     "ends and an idle runner: the earlier of the two",
+		runners:  []PoolRunner{idle("b", -time.Hour)},
+		reserved: reserved(2),
+		ends:     []time.Time{t0},
+		want:     jobCheck{due: t0.Add(-time.Hour + ReservedJobCheckAfter), jobs: refs(2)},
+	}, {
+		name:     "ends: not before ReservedJobCheckSpacing after the last check",
+		reserved: reserved(2),
+		last:     t0,
+		ends:     []time.Time{t0.Add(time.Second)},
+		want:     jobCheck{due: t0.Add(ReservedJobCheckSpacing), jobs: refs(2)},
+	}, {
+		name:     "ends but every reservation served: nothing to read",
+		runners:  []PoolRunner{busy("a", 1)},
+		reserved: reserved(1),
+		ends:     []time.Time{t0},
 	}, {
 		name:    "reservations without a repository or already expired are not read",
 		runners: []PoolRunner{idle("b", 0)},
@@ -78,7 +102,7 @@ func TestPlanJobCheck(t *testing.T) {
 		want:     jobCheck{due: t0.Add(ReservedJobCheckAfter), jobs: refs(many[:ReservedJobCheckMax]...)},
 	}}
 	for _, tt := range tests {
-		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved}, t0, tt.next)
+		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved, LastJobCheck: tt.last, UnattributedEnds: tt.ends}, t0)
 		if !got.due.Equal(tt.want.due) || !slices.Equal(got.jobs, tt.want.jobs) {
 			t.Errorf("%s: planJobCheck = %v %v, want %v %v", tt.name, got.due, got.jobs, tt.want.due, tt.want.jobs)
 		}
@@ -149,4 +173,77 @@ func (h *poolHarness) jobReadsSoFar() [][]int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.jobReads)
+}
+
+func TestUnattributedEnd(t *testing.T) {
+	done := RunnerStateReport{Runner: "r", State: RunnerDone, Reason: EndReasonPodSucceeded}
+	withJob := func(rep RunnerStateReport) RunnerStateReport { rep.EndedJob = 7; return rep }
+	failed := done
+	failed.State, failed.Reason = RunnerFailed, NeverOnlineReason
+	drained := done
+	drained.Reason = "drained"
+	for _, tt := range []struct {
+		name      string
+		runner    PoolRunner
+		rep       RunnerStateReport
+		ephemeral bool
+		want      bool
+	}{
+		{"an ephemeral runner's pod succeeded, its job unknown", PoolRunner{Name: "r"}, done, true, true},
+		{"the pool knew its job", PoolRunner{Name: "r", JobID: 7}, done, true, false},
+		{"the runner named its job", PoolRunner{Name: "r"}, withJob(done), true, false},
+		{"a persistent runner's pod ending says nothing of a job", PoolRunner{Name: "r"}, done, false, false},
+		{"a runner that never came online ran nothing", PoolRunner{Name: "r"}, failed, true, false},
+		{"a drained runner ran nothing", PoolRunner{Name: "r"}, drained, true, false},
+	} {
+		if got := unattributedEnd(tt.runner, tt.rep, tt.ephemeral); got != tt.want {
+			t.Errorf("%s: unattributedEnd = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestHeldUnattributed(t *testing.T) {
+	ends := []time.Time{t0.Add(-UnattributedEndHold), t0.Add(-time.Second), t0}
+	if got := heldUnattributed(ends, t0); got != 2 {
+		t.Errorf("heldUnattributed = %d, want 2 (the one UnattributedEndHold old no longer holds)", got)
+	}
+}
+
+// Runners whose in_progress and completed events were lost end with their pods (pod
+// succeeded) and name no job: each counts for one reservation that is over, so the pool starts
+// no runner for it, and a check of the reserved jobs at GitHub a few seconds later finds which
+// jobs are done and ends their reservations. A job still queued keeps its reservation and its
+// runner. Across continue-as-new.
+func TestPoolStartsNoRunnerForJobsThatRanUnnamed(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			h.jobsAtGitHub = map[int64]JobReading{
+				11: {ID: 11, Status: JobCompleted, Conclusion: "success"},
+				12: {ID: 12, Status: JobCompleted, Conclusion: "success"},
+			}
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			batch := reserve(JobQueued, 11, 12, 13)
+			for i := range batch.Events {
+				batch.Events[i].Repository = "acme/app"
+			}
+			first, second := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 2)
+			h.at(time.Minute, func() { h.signal(SignalReservations, batch) })
+			h.at(2*time.Minute, func() {
+				h.end(first, RunnerDone, EndReasonPodSucceeded)
+				h.end(second, RunnerDone, EndReasonPodSucceeded)
+			})
+			h.check(2*time.Minute+2*time.Second, "no runner started for the two jobs that ran", func(st PoolStatus) bool {
+				return len(st.Runners) == 1 && st.Totals.Started == 3 && st.Desired == 1
+			})
+			h.check(2*time.Minute+30*time.Second, "the check read the jobs no runner serves and ended the two done", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) == 1 && slices.Equal(reads[0], []int64{11, 12, 13}) &&
+					st.Reservations == 1 && len(st.Reserved) == 1 && st.Reserved[0].JobID == 13 &&
+					len(st.Runners) == 1 && st.Totals.Started == 3
+			})
+			h.run(spec, 4*time.Minute)
+		})
+	}
 }

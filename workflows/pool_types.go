@@ -138,12 +138,15 @@ type PoolState struct {
 	// without a report (checkRunnerWorkflows).
 	NextRunnerCheck time.Time `json:"nextRunnerCheck,omitzero"`
 	LastRunnerCheck time.Time `json:"lastRunnerCheck,omitzero"`
-	// NextJobCheck: a check of reserved jobs at GitHub (checkReservedJobs) comes no sooner.
-	NextJobCheck time.Time        `json:"nextJobCheck,omitzero"`
-	Orphans      []Orphan         `json:"orphans,omitempty"`
-	Decisions    []Decision       `json:"decisions,omitempty"`
-	Finished     []FinishedRunner `json:"finished,omitempty"`
-	Totals       PoolTotals       `json:"totals"`
+	// LastJobCheck is when the last check of reserved jobs at GitHub (checkReservedJobs)
+	// began; UnattributedEnds are when runners ended that had run a job the pool never learned
+	// of (each stands for one reservation that is over) since then.
+	LastJobCheck     time.Time        `json:"lastJobCheck,omitzero"`
+	UnattributedEnds []time.Time      `json:"unattributedEnds,omitempty"`
+	Orphans          []Orphan         `json:"orphans,omitempty"`
+	Decisions        []Decision       `json:"decisions,omitempty"`
+	Finished         []FinishedRunner `json:"finished,omitempty"`
+	Totals           PoolTotals       `json:"totals"`
 	// Applied is set by the first apply (its result is "created", later ones are not).
 	Applied     bool                    `json:"applied,omitempty"`
 	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`

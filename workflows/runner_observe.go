@@ -195,7 +195,7 @@ func (o *RunnerObservations) ended(lim watchLimits) (ending, bool) {
 	case o.Force != nil:
 		return o.forceEnding(), true
 	case o.PodPhase == PodSucceeded:
-		return ending{reason: "pod succeeded", githubDone: lim.ephemeral}, true
+		return ending{reason: EndReasonPodSucceeded, githubDone: lim.ephemeral}, true
 	case o.PodPhase == PodFailed:
 		return ending{reason: withDetail("pod failed", o.PodReason)}, true
 	case o.PodPhase == PodGone:
@@ -269,3 +269,7 @@ func withDetail(what, detail string) string {
 	}
 	return what + ": " + detail
 }
+
+// EndReasonPodSucceeded is the reason of a runner that ended because its pod succeeded: its
+// runner process exited after its work (an ephemeral runner's one job).
+const EndReasonPodSucceeded = "pod succeeded"
