@@ -262,8 +262,13 @@ func (a *App) dial() error {
 func (a *App) buildWorkers() {
 	// Before the first worker.New, which creates the process's cache with the size set now.
 	worker.SetStickyWorkflowCacheSize(a.cfg.StickyWorkflowCacheSize)
+	// Pollers scale with the backlog (the SDK's poller autoscaling, driven by the server's
+	// answers) instead of two of each: a burst puts hundreds of runners' workflow tasks and pod
+	// activities on this queue at once, and two pollers took them a round trip at a time.
 	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
+		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
 	if a.deps.Kubernetes != nil { // the default cluster's Kubernetes activities
