@@ -23,6 +23,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/runnerflow/runnerflow/activities"
 	"github.com/runnerflow/runnerflow/internal/poolcli"
@@ -63,6 +64,9 @@ type system struct {
 
 	intake     *webhook.Handler
 	stopWorker func()
+	// kube, when set, is the worker's way to the API server (a fault-injecting proxy);
+	// otherwise the world's API server itself.
+	kube *rest.Config
 	// deliveriesMayFail: the test breaks the intake's way to Temporal for a while, so GitHub's
 	// deliveries in that time fail (GitHub does not send them again by itself); checkClean
 	// then does not ask every delivery to be acknowledged, only every job to be run.
@@ -71,13 +75,20 @@ type system struct {
 
 func newSystem(t *testing.T, pool string) *system {
 	t.Helper()
+	return newSystemVia(t, pool, nil)
+}
+
+// newSystemVia is newSystem with the worker reaching the API server through kube (nil: the
+// world's API server itself).
+func newSystemVia(t *testing.T, pool string, kube *rest.Config) *system {
+	t.Helper()
 	c, err := client.Dial(client.Options{HostPort: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Logger: tlog.NewStructuredLogger(quietLogger())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s := &system{t: t, c: c, org: "org-" + pool, ns: world.Kube.NewNamespace(t), pool: pool}
+	s := &system{t: t, c: c, org: "org-" + pool, ns: world.Kube.NewNamespace(t), pool: pool, kube: kube}
 	if err := world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: s.org + "/app"}); err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +112,13 @@ func newSystem(t *testing.T, pool string) *system {
 // startWorker runs the in-process worker, as the worker binary assembles it.
 func (s *system) startWorker() {
 	s.t.Helper()
+	kube := world.Kube.Config
+	if s.kube != nil {
+		kube = s.kube
+	}
 	app, err := workerapp.New(workerapp.Config{
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
-		Kube: world.Kube.Config, WatchNamespace: s.ns,
+		Kube: kube, WatchNamespace: s.ns,
 		GitHub: activities.GitHubConfig{BaseURL: world.GitHub.URL(), Token: world.GitHubToken},
 		Logger: quietLogger(), StopTimeout: 2 * time.Second,
 	})
