@@ -57,6 +57,10 @@ type pool struct {
 	lean bool
 	// timer is the pending wake-up kept across iterations (changeLeanRunners).
 	timer *poolTimer
+	// pulling is true while a pull reads GitHub (continue-as-new waits for it); pullVersion is
+	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
+	pulling     bool
+	pullVersion *workflow.Version
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -104,6 +108,7 @@ func (p *pool) run() error {
 			return err
 		}
 		p.pruneReservations(now)
+		p.tendPull(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -133,6 +138,7 @@ func (p *pool) decide(now time.Time) Plan {
 		elsewhere = p.busyElsewhere(now)
 	}
 	return Decide(DecideInput{
+		Pull:           p.pullDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   p.st.Reserved.Active(now),
@@ -202,7 +208,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.pullWake())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -285,7 +291,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.pulling && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

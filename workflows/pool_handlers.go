@@ -188,6 +188,8 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     that never came online ends and leaves its replacement to the pool.
 //   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
 //     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
+//   - changePullScaling (1): a pool with a pull section reads its demand from GitHub on its
+//     timer (pool_pull.go); asked only by such pools, so others record no marker.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -438,6 +440,6 @@ func (p *pool) status() (PoolStatus, error) {
 		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
-		Blocked: p.blocks(),
+		Blocked: p.blocks(), Pull: p.pullStatus(),
 	}, nil
 }

@@ -48,6 +48,8 @@ type PoolSpec struct {
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
 	// ScheduledOverrides change min/max on a calendar (the first active one wins).
 	ScheduledOverrides []ScheduledOverride `json:"scheduledOverrides,omitempty"`
+	// Pull makes the pool read its demand from GitHub on a timer (pull_types.go); nil: webhooks only.
+	Pull *PullSpec `json:"pull,omitempty"`
 }
 
 // ScheduledOverride replaces min and/or max between StartTime and EndTime, optionally
@@ -150,6 +152,8 @@ type PoolState struct {
 	// ListingDemand is what the pool last asked of its scope's listing workflow
 	// (changeSharedListing); nil when it asks nothing.
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
+	// Pull is the pull's state while the spec has a pull section.
+	Pull *PullState `json:"pull,omitempty"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
@@ -297,6 +301,8 @@ type PoolStatus struct {
 	WarmWanted int                `json:"warmWanted,omitempty"`
 	// Blocked sums up the runners whose pods wait for room (a full ResourceQuota), by reason.
 	Blocked []PoolBlock `json:"blocked,omitempty"`
+	// Pull is what the pool last read from GitHub, when its spec has a pull section.
+	Pull *PullStatus `json:"pull,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.
