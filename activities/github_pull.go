@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v92/github"
 	"go.temporal.io/sdk/temporal"
@@ -121,7 +122,7 @@ var pullStatuses = []string{workflows.JobQueued, workflows.JobInProgress}
 // jobs; every request conditional on the last answer's ETag (in.Last), which is reused when
 // GitHub answers 304. It only reads, so a retry repeats nothing harmful.
 func (a *GitHubActivities) PullJobs(ctx context.Context, in workflows.PullJobsInput) (workflows.PullJobsResult, error) {
-	var out workflows.PullJobsResult
+	out := workflows.PullJobsResult{ReadAt: time.Now()}
 	for _, repo := range in.Repos {
 		if _, _, err := splitRepo(repo); err != nil {
 			return workflows.PullJobsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)

@@ -79,6 +79,9 @@ func (p *pool) startPull(now time.Time, key string) {
 		st.Calls += int64(out.Calls)
 		st.NotModified += int64(out.NotModified)
 		st.Repos, st.At, st.Error = out.Repos, now, ""
+		if !out.ReadAt.IsZero() {
+			st.At = out.ReadAt
+		}
 		p.applyPulledJobs(out.Repos)
 	})
 }
@@ -123,7 +126,7 @@ func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
 		Runners: p.st.Runners, Reserved: p.st.Reserved, Evaluate: evaluate,
 	}
 	if st := p.st.Pull; st != nil {
-		in.Repos, in.Target = st.Repos, st.Target
+		in.Repos, in.ReadAt, in.Target, in.Finished = st.Repos, st.At, st.Target, p.st.Finished
 	}
 	return in
 }

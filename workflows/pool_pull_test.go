@@ -87,6 +87,11 @@ func TestDecidePull(t *testing.T) {
 		{name: "a busy runner whose job is unknown serves a waiting job: a stale answer starts no second runner", in: queuedIn(0, 0, func(in *PullDecideInput) {
 			in.Repos, in.Runners = pulled(queuedJob(1), queuedJob(2)), []PoolRunner{pullRunner("p-ab12-1", busy, 0)}
 		}), want: 2},
+		{name: "a runner that ended since the read ran one of the listed jobs", in: queuedIn(0, 0, func(in *PullDecideInput) {
+			in.Repos, in.ReadAt = pulled(queuedJob(1), queuedJob(2)), pullNow.Add(-time.Minute)
+			in.Finished = []FinishedRunner{{Name: "p-ab12-1", State: RunnerDone, At: pullNow.Add(-time.Second)},
+				{Name: "p-ab12-0", State: RunnerDone, At: pullNow.Add(-2 * time.Minute)}, {Name: "p-ab12-3", State: RunnerFailed, At: pullNow}}
+		}), want: 1},
 		{name: "busy runners are kept beside waiting jobs", in: queuedIn(0, 0, func(in *PullDecideInput) {
 			in.Repos = pulled(queuedJob(9), runningJob(1, "p-ab12-1"), runningJob(2, "p-ab12-2"))
 			in.Runners = []PoolRunner{pullRunner("p-ab12-1", busy, 0), pullRunner("p-ab12-2", busy, 0)}

@@ -17,8 +17,11 @@ type PullDecideInput struct {
 	// Runners are the pool's runners; Reserved its reservation book (the webhooks' word).
 	Runners  []PoolRunner
 	Reserved ReservationState
-	// Repos are GitHub's last answers (PullMetricQueuedJobs).
-	Repos []PulledRepo
+	// Repos are GitHub's last answers (PullMetricQueuedJobs), read at ReadAt; Finished are the
+	// pool's recently ended runners.
+	Repos    []PulledRepo
+	ReadAt   time.Time
+	Finished []FinishedRunner
 	// Target is the busy metric's last target; Evaluate asks for a new one (a pull is due).
 	Target   int
 	Evaluate bool
@@ -41,7 +44,9 @@ type PullDecision struct {
 //     released jobs; the pull may be older than that news);
 //   - busy runners hold their job; a busy runner whose job is unknown (it took a job after
 //     the pull read, and its in_progress webhook did not come) is taken to serve one of the
-//     waiting jobs, so a stale answer starts no runner for a job that already has one.
+//     waiting jobs, and so is a runner that ended since the read (an ephemeral runner that
+//     ran one of them between two reads), so a stale answer starts no runner for a job that
+//     already had one. At worst a waiting job so waits for the next read.
 //
 // PullMetricQueuedJobs: want = max(min + busy + waiting, busy + minIdle), as Decide counts
 // reservations and busy runners. PullMetricBusyPercentage: at each pull the target becomes
@@ -117,7 +122,11 @@ func countPull(in PullDecideInput) pullCounts {
 			}
 		}
 	}
-	c.waiting = max(len(waiting)-unknownBusy, 0)
+	served := unknownBusy
+	if in.Spec.Metric != PullMetricBusyPercentage {
+		served += in.endedSinceRead(runsNamed)
+	}
+	c.waiting = max(len(waiting)-served, 0)
 	return c
 }
 
@@ -134,6 +143,18 @@ func (c *pullCounts) countStaying(r PoolRunner, busy bool) {
 	default:
 		c.starting++
 	}
+}
+
+// endedSinceRead counts the runners that ended done after the read without GitHub naming
+// them on a job in it.
+func (in PullDecideInput) endedSinceRead(named map[string]bool) int {
+	n := 0
+	for _, f := range in.Finished {
+		if f.State == RunnerDone && f.At.After(in.ReadAt) && !named[f.Name] {
+			n++
+		}
+	}
+	return n
 }
 
 func (in PullDecideInput) findRunner(name string) bool {

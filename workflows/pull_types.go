@@ -64,7 +64,9 @@ func (s PullSpec) withDefaults() PullSpec {
 }
 
 // IntervalOrDefault is how often the pool reads its metric.
-func (s PullSpec) IntervalOrDefault() time.Duration { return durationOr(s.Interval, DefaultPullInterval) }
+func (s PullSpec) IntervalOrDefault() time.Duration {
+	return durationOr(s.Interval, DefaultPullInterval)
+}
 
 // PullState is what the pool keeps of its pull across continue-as-new: when it reads next,
 // GitHub's last answers with their ETags (a 304 reuses them at no budget), and the busy
@@ -91,9 +93,9 @@ type PullState struct {
 // PulledRepo is one repository's last answers: its runs listings (queued, in progress) and
 // the jobs of each run they named.
 type PulledRepo struct {
-	Repository string         `json:"repository"`
+	Repository string          `json:"repository"`
 	Listings   []PulledListing `json:"listings,omitempty"`
-	Runs       []PulledRun    `json:"runs,omitempty"`
+	Runs       []PulledRun     `json:"runs,omitempty"`
 }
 
 // PulledListing is one runs listing of a repository by status, with its ETag.
@@ -133,6 +135,9 @@ type PullJobsInput struct {
 
 // PullJobsResult is the new answers, one per repository of the input, and what they cost.
 type PullJobsResult struct {
+	// ReadAt is when the activity began reading: runners that ended after it may have run
+	// jobs the answers still list (DecidePull).
+	ReadAt      time.Time    `json:"readAt,omitzero"`
 	Repos       []PulledRepo `json:"repos"`
 	Calls       int          `json:"calls"`
 	NotModified int          `json:"notModified"`

@@ -34,8 +34,8 @@ type hookQueue struct {
 	holding  bool
 	inflight int
 	// drop is the share of workflow_job deliveries failed without being sent (DropWebhooks).
-	drop float64
-	changed  chan struct{} // closed whenever the queue changes
+	drop    float64
+	changed chan struct{} // closed whenever the queue changes
 }
 
 func newHookQueue(cfg Config) *hookQueue {
