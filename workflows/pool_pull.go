@@ -78,12 +78,42 @@ func (p *pool) startPull(now time.Time, key string) {
 		}
 		st.Calls += int64(out.Calls)
 		st.NotModified += int64(out.NotModified)
+		prev := st.Repos
 		st.Repos, st.At, st.Error = out.Repos, now, ""
 		if !out.ReadAt.IsZero() {
 			st.At = out.ReadAt
 		}
 		p.applyPulledJobs(out.Repos)
+		p.endJobsGone(prev, out.Repos)
 	})
+}
+
+// endJobsGone ends the reservations of jobs the last answer listed queued or in progress and
+// this one lists neither: GitHub says they are over, whatever webhooks were lost. Only a
+// complete answer says so (no listing at its one page's limit).
+func (p *pool) endJobsGone(prev, cur []PulledRepo) {
+	listed := map[int64]bool{}
+	for _, repo := range cur {
+		for _, l := range repo.Listings {
+			if len(l.RunIDs) >= PullRunsPerListing {
+				return
+			}
+		}
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				listed[j.ID] = true
+			}
+		}
+	}
+	for _, repo := range prev {
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				if !listed[j.ID] && p.st.Reserved.Holds(j.ID, workflow.Now(p.ctx)) {
+					p.endJobID(j.ID)
+				}
+			}
+		}
+	}
 }
 
 // applyPulledJobs takes what GitHub says about running jobs that the webhooks may not have

@@ -104,3 +104,27 @@ func TestPoolPullAcrossContinueAsNew(t *testing.T) {
 		}
 	}
 }
+
+// TestPullEndsReservationsOfJobsGitHubNoLongerLists: a reserved job the pull listed queued and
+// then lists no more (it ran and its in_progress and completed webhooks were lost) ends its
+// reservation at that read, not at its expiry.
+func TestPullEndsReservationsOfJobsGitHubNoLongerLists(t *testing.T) {
+	sim := &pullSim{}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
+	spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
+	h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+	h.at(time.Minute, func() {
+		sim.set(7)
+		h.update("queued", UpdateReservations, reserve(JobQueued, 7))
+	})
+	h.check(2*time.Minute, "one reservation, counted once with the pull's queued job", func(st PoolStatus) bool {
+		return st.Reservations == 1 && st.Desired == 1 && st.Pull.Queued == 1
+	})
+	h.at(2*time.Minute+time.Second, func() { sim.set() })
+	h.check(3*time.Minute, "the reservation ended at the next read", func(st PoolStatus) bool {
+		return st.Reservations == 0 && st.Desired == 0
+	})
+	h.run(spec, 3*time.Minute+10*time.Second)
+}

@@ -164,7 +164,7 @@ func TestWebhookAndPullServeEveryJobOnceWhenWebhooksDrop(t *testing.T) {
 	spec := p.spec(0, 10, "5s")
 	spec.Pull = queuedPull("app")
 	// A reservation whose job's in_progress and completed webhooks were both lost, and which
-	// ran between two reads, holds a runner until it expires: the pull never saw it.
+	// queued and ran between two reads, holds a runner until it expires: the pull never saw it.
 	spec.ReservationDuration = &metav1.Duration{Duration: time.Minute}
 	p.apply(spec.WithDefaults())
 
