@@ -119,8 +119,9 @@ var pullStatuses = []string{workflows.JobQueued, workflows.JobInProgress}
 
 // PullJobs reads the queued and in-progress jobs of a pool's repositories that its runners
 // fit: per repository, the runs listed as queued and as in progress, then each such run's
-// jobs; every request conditional on the last answer's ETag (in.Last), which is reused when
-// GitHub answers 304. It only reads, so a retry repeats nothing harmful.
+// jobs; every request conditional on the last answer's ETag (in.Last). A listing answered 304
+// keeps the runs it named; a run answered 304 comes back NotModified, its jobs being the
+// pool's. It only reads, so a retry repeats nothing harmful.
 func (a *GitHubActivities) PullJobs(ctx context.Context, in workflows.PullJobsInput) (workflows.PullJobsResult, error) {
 	out := workflows.PullJobsResult{ReadAt: time.Now()}
 	for _, repo := range in.Repos {
@@ -165,7 +166,7 @@ func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsIn
 		if err != nil {
 			return pr, classifyGitHubError(callListJobs, err)
 		}
-		run := workflows.PulledRun{RunID: id, ETag: page.ETag, Jobs: prev.Jobs}
+		run := workflows.PulledRun{RunID: id, ETag: page.ETag, NotModified: page.NotModified}
 		if !page.NotModified {
 			run.Jobs = fittingJobs(page.Jobs, in.Labels)
 		}

@@ -60,7 +60,7 @@ func (p *pool) tendPull(now time.Time) {
 // startPull reads the pool's repositories at GitHub, passing the last answers with their
 // ETags, and keeps the new answers when they are still for the spec in force.
 func (p *pool) startPull(now time.Time, key string) {
-	in := PullJobsInput{Pool: p.st.Spec.Name, Labels: p.st.Spec.Labels, Repos: p.pullRepos(), Last: p.st.Pull.Repos}
+	in := PullJobsInput{Pool: p.st.Spec.Name, Labels: p.st.Spec.Labels, Repos: p.pullRepos(), Last: withoutJobs(p.st.Pull.Repos)}
 	p.pulling = true
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
 		defer func() { p.pulling, p.changed = false, true }()
@@ -79,12 +79,12 @@ func (p *pool) startPull(now time.Time, key string) {
 		st.Calls += int64(out.Calls)
 		st.NotModified += int64(out.NotModified)
 		prev := st.Repos
-		st.Repos, st.At, st.Error = out.Repos, now, ""
+		st.Repos, st.At, st.Error = mergePulled(prev, out.Repos), now, ""
 		if !out.ReadAt.IsZero() {
 			st.At = out.ReadAt
 		}
-		p.applyPulledJobs(out.Repos)
-		p.endJobsGone(prev, out.Repos)
+		p.applyPulledJobs(st.Repos)
+		p.endJobsGone(prev, st.Repos)
 	})
 }
 
@@ -226,4 +226,48 @@ func (p *pool) pullStatus() *PullStatus {
 		}
 	}
 	return out
+}
+
+// withoutJobs is the last answers as the activity needs them: ETags and run ids, no jobs.
+func withoutJobs(repos []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(repos))
+	for _, r := range repos {
+		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			c.Runs = append(c.Runs, PulledRun{RunID: run.RunID, ETag: run.ETag})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// mergePulled takes a read's answers, with the jobs of each run GitHub answered 304 for taken
+// from the last answers.
+func mergePulled(prev, cur []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(cur))
+	for _, r := range cur {
+		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			if run.NotModified {
+				run.Jobs, run.NotModified = lastJobs(prev, r.Repository, run.RunID), false
+			}
+			m.Runs = append(m.Runs, run)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func lastJobs(prev []PulledRepo, repo string, runID int64) []PulledJob {
+	for _, r := range prev {
+		if r.Repository != repo {
+			continue
+		}
+		for _, run := range r.Runs {
+			if run.RunID == runID {
+				return run.Jobs
+			}
+		}
+	}
+	return nil
 }

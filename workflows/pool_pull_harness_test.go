@@ -35,7 +35,14 @@ func (s *pullSim) pull(ctx context.Context, in PullJobsInput) (PullJobsResult, e
 	etag := fmt.Sprintf(`W/"v%d"`, s.version)
 	if len(in.Last) == 1 && len(in.Last[0].Listings) == 1 && in.Last[0].Listings[0].ETag == etag {
 		s.notModified++
-		return PullJobsResult{Repos: in.Last, Calls: 1, NotModified: 1}, nil
+		repo := in.Last[0]
+		for i := range repo.Runs {
+			if len(repo.Runs[i].Jobs) > 0 {
+				return PullJobsResult{}, fmt.Errorf("the pool sent run %d's jobs; it sends ETags only", repo.Runs[i].RunID)
+			}
+			repo.Runs[i].NotModified = true
+		}
+		return PullJobsResult{Repos: []PulledRepo{repo}, Calls: 1, NotModified: 1}, nil
 	}
 	repo := PulledRepo{Repository: in.Repos[0], Listings: []PulledListing{{Status: JobQueued, ETag: etag}}}
 	for _, id := range s.queued {

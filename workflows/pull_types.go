@@ -106,11 +106,14 @@ type PulledListing struct {
 }
 
 // PulledRun is one run's jobs listing, with its ETag; Jobs keeps only the queued and
-// in-progress jobs the pool's runners fit.
+// in-progress jobs the pool's runners fit. In an activity's result NotModified says GitHub
+// answered 304: the jobs are the pool's from the last answer (not sent either way, to keep
+// the pool's history small).
 type PulledRun struct {
-	RunID int64       `json:"runId"`
-	ETag  string      `json:"etag,omitempty"`
-	Jobs  []PulledJob `json:"jobs,omitempty"`
+	RunID       int64       `json:"runId"`
+	ETag        string      `json:"etag,omitempty"`
+	Jobs        []PulledJob `json:"jobs,omitempty"`
+	NotModified bool        `json:"notModified,omitempty"`
 }
 
 // PulledJob is a queued or in-progress job; RunnerName is the runner running it.
@@ -124,8 +127,9 @@ type PulledJob struct {
 const ActivityPullJobs = "PullJobs"
 
 // PullJobsInput asks for the jobs of Repos ("owner/repo") that runners with Labels can run.
-// Last are the previous answers: each listing and run is asked with its ETag (If-None-Match)
-// and kept as it was when GitHub answers 304.
+// Last are the previous answers without their jobs: each listing and run is asked with its
+// ETag (If-None-Match); a listing GitHub answers 304 keeps its runs, a run answered 304 is
+// returned NotModified.
 type PullJobsInput struct {
 	Pool   string       `json:"pool"`
 	Labels []string     `json:"labels"`
