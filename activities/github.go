@@ -43,6 +43,8 @@ type GitHub interface {
 	ListRunJobs(ctx context.Context, repo string, runID int64, etag string) (JobsPage, error)
 	// RunnerURL is the web URL a runner configures itself against in registration-token mode.
 	RunnerURL(scope workflows.Scope) string
+	// GetJob reads one workflow job of a repository ("owner/repo").
+	GetJob(ctx context.Context, repository string, id int64) (JobInfo, error)
 }
 
 // JITRequest describes the runner a JIT configuration is made for.

@@ -39,14 +39,6 @@ type JobsPage struct {
 	Jobs []JobInfo
 }
 
-// JobInfo is a workflow job as the pull needs it.
-type JobInfo struct {
-	ID         int64
-	Status     string
-	Labels     []string
-	RunnerName string
-}
-
 // ListRuns implements GitHub: one page of runs of repo ("owner/repo") with status, asked with
 // If-None-Match: etag when set.
 func (c *GitHubClient) ListRuns(ctx context.Context, repo, status, etag string) (RunsPage, error) {
@@ -84,7 +76,7 @@ func (c *GitHubClient) ListRunJobs(ctx context.Context, repo string, runID int64
 	}
 	page := JobsPage{Conditional: cond}
 	for _, j := range jobs.Jobs {
-		page.Jobs = append(page.Jobs, JobInfo{ID: j.GetID(), Status: j.GetStatus(), Labels: j.Labels, RunnerName: j.GetRunnerName()})
+		page.Jobs = append(page.Jobs, JobInfo{ID: j.GetID(), Status: j.GetStatus(), Conclusion: j.GetConclusion(), RunnerName: j.GetRunnerName(), Labels: j.Labels})
 	}
 	return page, nil
 }

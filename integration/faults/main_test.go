@@ -63,6 +63,10 @@ type system struct {
 
 	intake     *webhook.Handler
 	stopWorker func()
+	// deliveriesMayFail: the test breaks the intake's way to Temporal for a while, so GitHub's
+	// deliveries in that time fail (GitHub does not send them again by itself); checkClean
+	// then does not ask every delivery to be acknowledged, only every job to be run.
+	deliveriesMayFail bool
 }
 
 func newSystem(t *testing.T, pool string) *system {
@@ -254,7 +258,7 @@ func (s *system) checkClean(jobs []int64, started, failed int) {
 		s.t.Errorf("pool totals %+v for %d jobs: want %d runners started, %d failed (finished: %+v)", st.Totals, len(jobs), started, failed, st.Finished)
 	}
 	for _, d := range world.GitHub.Deliveries() {
-		if slices.Contains(jobs, d.JobID) && (d.StatusCode < 200 || d.StatusCode > 299) {
+		if !s.deliveriesMayFail && slices.Contains(jobs, d.JobID) && (d.StatusCode < 200 || d.StatusCode > 299) {
 			s.t.Errorf("delivery %s (%s, job %d) answered %d %s", d.ID, d.Action, d.JobID, d.StatusCode, d.Error)
 		}
 	}
