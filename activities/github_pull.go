@@ -116,11 +116,12 @@ var pullStatuses = []string{workflows.JobQueued, workflows.JobInProgress}
 // pool's. It only reads, so a retry repeats nothing harmful.
 func (a *GitHubActivities) PullJobs(ctx context.Context, in workflows.PullJobsInput) (workflows.PullJobsResult, error) {
 	out := workflows.PullJobsResult{ReadAt: time.Now()}
+	left := workflows.PullJobListingsPerRead
 	for _, repo := range in.Repos {
 		if _, _, err := splitRepo(repo); err != nil {
 			return workflows.PullJobsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
 		}
-		pr, err := a.pullRepo(ctx, in, repo, &out)
+		pr, err := a.pullRepo(ctx, in, repo, &out, &left)
 		if err != nil {
 			return workflows.PullJobsResult{}, err
 		}
@@ -129,7 +130,10 @@ func (a *GitHubActivities) PullJobs(ctx context.Context, in workflows.PullJobsIn
 	return out, nil
 }
 
-func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsInput, repo string, out *workflows.PullJobsResult) (workflows.PulledRepo, error) {
+// pullRepo reads one repository: its two runs listings, then the jobs of their runs while
+// *left allows, the runs never read before first. A run it has no room for keeps its last
+// answer (returned NotModified, with no call), or waits for the next read if it has none.
+func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsInput, repo string, out *workflows.PullJobsResult, left *int) (workflows.PulledRepo, error) {
 	last := lastPulled(in.Last, repo)
 	pr := workflows.PulledRepo{Repository: repo}
 	var runIDs []int64
@@ -148,8 +152,18 @@ func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsIn
 		runIDs = append(runIDs, l.RunIDs...)
 	}
 	slices.Sort(runIDs)
-	for _, id := range slices.Compact(runIDs) {
+	runIDs = slices.Compact(runIDs)
+	// Runs never read first (a new job waits on them), then the others, oldest first.
+	slices.SortStableFunc(runIDs, func(x, y int64) int { return cmpBool(lastRun(last, x).ETag != "", lastRun(last, y).ETag != "") })
+	for _, id := range runIDs {
 		prev := lastRun(last, id)
+		if *left <= 0 {
+			if prev.ETag != "" {
+				pr.Runs = append(pr.Runs, workflows.PulledRun{RunID: id, ETag: prev.ETag, NotModified: true})
+			}
+			continue
+		}
+		*left--
 		page, err := a.GitHub.ListRunJobs(ctx, repo, id, prev.ETag)
 		countPullCall(out, page.Conditional, err)
 		if isGitHubStatus(err, http.StatusNotFound) {
@@ -165,6 +179,17 @@ func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsIn
 		pr.Runs = append(pr.Runs, run)
 	}
 	return pr, nil
+}
+
+// cmpBool orders false before true.
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
 }
 
 // count records one request of the pull and whether GitHub answered 304.

@@ -96,3 +96,51 @@ func TestPullJobsUnknownRepository(t *testing.T) {
 		t.Fatalf("PullJobs of an unknown repository: %v (type %q), want %s", err, errType(err), workflows.ErrNotFound)
 	}
 }
+
+// A read lists the jobs of at most PullJobListingsPerRead runs; the next read takes the runs
+// the last one had no room for first, and keeps the last answer of those it has no room for.
+func TestPullJobsBoundsJobListingsPerRead(t *testing.T) {
+	e := newEnv(t)
+	if err := e.gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/lib"}); err != nil {
+		t.Fatal(err)
+	}
+	per := workflows.PullJobListingsPerRead*3/5 + 1 // two repositories' runs exceed one read
+	for _, repo := range []string{"acme/app", "acme/lib"} {
+		for range per {
+			if _, err := e.gh.QueueJob(githubdouble.JobSpec{Repository: repo, Labels: []string{"linux"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	in := workflows.PullJobsInput{Pool: "pool-a", Labels: []string{"linux"}, Repos: []string{"acme/app", "acme/lib"}}
+	first, err := e.gha.PullJobs(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := workflows.PullJobListingsPerRead
+	if got := len(jobsOf(first.Repos)); got != limit || first.Calls != 4+limit {
+		t.Fatalf("first read: %d jobs in %d calls; want %d in %d", got, first.Calls, limit, 4+limit)
+	}
+	in.Last = etagsOnly(first.Repos)
+	second, err := e.gha.PullJobs(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, kept := 0, 0
+	for _, r := range second.Repos {
+		for _, run := range r.Runs {
+			switch {
+			case !run.NotModified && len(run.Jobs) == 1:
+				read++
+			case run.NotModified:
+				kept++
+			}
+		}
+	}
+	// The runs left out are read now; of the others, what room is left is asked (304s) and the
+	// rest keep their last answer without a call.
+	if second.Calls != 4+limit || read != 2*per-limit || kept != limit {
+		t.Fatalf("second read: %d calls, %d runs read anew, %d kept; want %d calls, %d read, %d kept",
+			second.Calls, read, kept, 4+limit, 2*per-limit, limit)
+	}
+}

@@ -469,6 +469,10 @@ const (
 	// PullRunsPerListing: one page of runs a status and repository (GitHub's largest page); a
 	// backlog beyond it counts as that page until its oldest runs start.
 	PullRunsPerListing = 100
+	// PullJobListingsPerRead bounds the run job listings of one read (all repositories): with
+	// the runs listings, a read stays a small share of GitHub's 900 points a minute however
+	// long the backlog; runs beyond it keep their last answer until a later read has room.
+	PullJobListingsPerRead = 100
 	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
 	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
 	DefaultPullScaleUpThreshold   = 0.8
