@@ -31,6 +31,7 @@ func (a *GitHubActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.GetRunner, activity.RegisterOptions{Name: workflows.ActivityGetRunner})
 	r.RegisterActivityWithOptions(a.RemoveRunner, activity.RegisterOptions{Name: workflows.ActivityRemoveRunner})
 	r.RegisterActivityWithOptions(a.ListRunners, activity.RegisterOptions{Name: workflows.ActivityListRunners})
+	r.RegisterActivityWithOptions(a.PullJobs, activity.RegisterOptions{Name: workflows.ActivityPullJobs})
 	r.RegisterActivityWithOptions(a.ReadJobs, activity.RegisterOptions{Name: workflows.ActivityReadJobs})
 }
 

@@ -8,12 +8,14 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// JobInfo is what runnerflow reads of a workflow job: its status and the runner it ran on.
+// JobInfo is what runnerflow reads of a workflow job: its status and the runner it ran on,
+// and its runs-on labels (which pools fit it: the pull, github_pull.go).
 type JobInfo struct {
 	ID         int64
 	Status     string
 	Conclusion string
 	RunnerName string
+	Labels     []string
 }
 
 // GetJob implements GitHub: GET /repos/{owner}/{repo}/actions/jobs/{job_id}.

@@ -22,6 +22,8 @@ var githubRoutes = func() *http.ServeMux {
 		add("GET " + scope + "/actions/runners/{runner_id}")
 		add("DELETE " + scope + "/actions/runners/{runner_id}")
 	}
+	add("GET /repos/{owner}/{repo}/actions/runs")
+	add("GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs")
 	add("GET /orgs/{org}/actions/runner-groups")
 	add("GET /enterprises/{enterprise}/actions/runner-groups")
 	add("POST /app/installations/{installation_id}/access_tokens")

@@ -100,6 +100,8 @@ func TestGitHubEndpointTemplates(t *testing.T) {
 		{"DELETE", "https://ghe.example.com/api/v3/enterprises/big/actions/runners/17", "DELETE /enterprises/{enterprise}/actions/runners/{runner_id}"},
 		{"POST", "https://ghe.example.com/api/v3/app/installations/5/access_tokens", "POST /app/installations/{installation_id}/access_tokens"},
 		{"GET", "https://api.github.com/orgs/acme/actions/runner-groups?per_page=100", "GET /orgs/{org}/actions/runner-groups"},
+		{"GET", "https://api.github.com/repos/acme/app/actions/runs?status=queued&per_page=100", "GET /repos/{owner}/{repo}/actions/runs"},
+		{"GET", "https://api.github.com/repos/acme/app/actions/runs/42/jobs?filter=latest", "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs"},
 		{"GET", "https://api.github.com/user", EndpointOther},
 		{"PUT", "https://api.github.com/orgs/acme/actions/runners", EndpointOther},
 	} {

@@ -220,6 +220,8 @@ func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out a
 	run(workflows.ActivityRegisterRunner, reg, &first)
 	run(workflows.ActivityGetRunner, workflows.RunnerRef{Scope: scope, RunnerID: first.RunnerID}, nil)
 	run(workflows.ActivityListRunners, workflows.ListRunnersInput{Scope: scope, NamePrefix: "rbac-"}, nil)
+	run(workflows.ActivityPullJobs, workflows.PullJobsInput{Pool: "rbac", Labels: []string{"self-hosted"}, Repos: []string{scope.Repository}}, nil)
+	run(workflows.ActivityReadJobs, workflows.ReadJobsInput{Pool: "rbac", Jobs: []workflows.JobRef{{ID: 1, Repository: scope.Repository}}}, nil)
 	run(workflows.ActivityRemoveRunner, workflows.RunnerRef{Scope: scope, RunnerID: first.RunnerID}, nil)
 	run(workflows.ActivityRegisterRunner, reg, &second)
 	if second.Adopted || second.RunnerID == first.RunnerID {

@@ -465,6 +465,47 @@ var PoolListingPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ---- Pull-based scaling (pool_pull.go) ----
+
+const (
+	// DefaultPullInterval: a pool with a pull section reads GitHub this often unless its spec
+	// says otherwise (ARC's default sync period); webhooks, where there are any, act sooner.
+	DefaultPullInterval = time.Minute
+	// MinPullInterval: no pool reads more often, so 50 pools of 20 repositories stay far inside
+	// the hourly budget even when nothing is cached (a 304 costs none).
+	MinPullInterval = 10 * time.Second
+	// MaxPullRepositories bounds the repositories a pool reads, and so its calls per interval.
+	MaxPullRepositories = 20
+	// PullRunsPerListing: one page of runs a status and repository (GitHub's largest page); a
+	// backlog beyond it counts as that page until its oldest runs start.
+	PullRunsPerListing = 100
+	// PullJobListingsPerRead bounds the run job listings of one read (all repositories): with
+	// the runs listings, a read stays a small share of GitHub's 900 points a minute however
+	// long the backlog; runs beyond it keep their last answer until a later read has room.
+	PullJobListingsPerRead = 100
+	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
+	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
+	DefaultPullScaleUpThreshold   = 0.8
+	DefaultPullScaleDownThreshold = 0.3
+	DefaultPullScaleUpFactor      = 1.3
+	DefaultPullScaleDownFactor    = 0.7
+)
+
+// PoolPullPolicy: a pull is a read that repeats at the next interval anyway, so it gives up
+// after a few minutes rather than queueing behind a spent GitHub budget; on the GitHub queue,
+// paced with every other GitHub call.
+var PoolPullPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    time.Minute,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // ---- Worker memory: the sticky workflow cache ----
 
 // StickyWorkflowCacheSize bounds the workflows a worker process keeps in memory between their

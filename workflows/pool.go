@@ -58,6 +58,10 @@ type pool struct {
 	lean bool
 	// timer is the pending wake-up kept across iterations (changeLeanRunners).
 	timer *poolTimer
+	// pulling is true while a pull reads GitHub (continue-as-new waits for it); pullVersion is
+	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
+	pulling     bool
+	pullVersion *workflow.Version
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -105,6 +109,7 @@ func (p *pool) run() error {
 			return err
 		}
 		p.pruneReservations(now)
+		p.tendPull(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -135,6 +140,7 @@ func (p *pool) decide(now time.Time) Plan {
 		elsewhere = p.busyElsewhere(now)
 	}
 	return Decide(DecideInput{
+		Pull:           p.pullDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),
@@ -225,7 +231,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now))
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -308,7 +314,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

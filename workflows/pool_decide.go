@@ -32,6 +32,9 @@ type DecideInput struct {
 	ScaleDownDelay time.Duration
 	// StartNotBefore holds back starts after failed runners (backoff).
 	StartNotBefore time.Time
+	// Pull, for a pool with a pull section, is what the pull says the pool wants (DecidePull):
+	// it replaces the count of reservations and busy runners, which it includes.
+	Pull *PullDecision
 }
 
 // Plan is what the pool does now: start these runners, drain those. The workflow executes it.
@@ -163,6 +166,10 @@ func desiredCount(in DecideInput, busy int) (int, string) {
 	b := in.Bounds
 	if in.Mode == PoolDraining {
 		return 0, "pool draining: desired 0"
+	}
+	if in.Pull != nil {
+		desired := min(max(in.Pull.Want, b.Min), b.Max)
+		return desired, fmt.Sprintf("desired %d = clamp(%s, %d, %d)", desired, in.Pull.Why, b.Min, b.Max)
 	}
 	demand := b.Min + in.Reservations + in.BusyElsewhere
 	want := max(demand, busy+b.MinIdle)

@@ -200,6 +200,8 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     duration lost its runner while that runner was still registering.
 //   - changeClusterPlacement (1): a pool that names clusters probes them before starting a
 //     batch and places it on the first that answers (placement.go).
+//   - changePullScaling (1): a pool with a pull section reads its demand from GitHub on its
+//     timer (pool_pull.go); asked only by such pools, so others record no marker.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -453,5 +455,6 @@ func (p *pool) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
+		Pull: p.pullStatus(),
 	}, nil
 }

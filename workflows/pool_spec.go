@@ -36,6 +36,9 @@ func (s PoolSpec) WithDefaults() PoolSpec {
 	if out.RegistrationTimeout == nil {
 		out.RegistrationTimeout = &metav1.Duration{Duration: DefaultRegistrationTimeout}
 	}
+	if out.Pull != nil {
+		out.Pull = ptr(out.Pull.withDefaults())
+	}
 	return out
 }
 

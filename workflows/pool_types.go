@@ -52,6 +52,8 @@ type PoolSpec struct {
 	Clusters []string `json:"clusters,omitempty"`
 	// ScheduledOverrides change min/max on a calendar (the first active one wins).
 	ScheduledOverrides []ScheduledOverride `json:"scheduledOverrides,omitempty"`
+	// Pull makes the pool read its demand from GitHub on a timer (pull_types.go); nil: webhooks only.
+	Pull *PullSpec `json:"pull,omitempty"`
 }
 
 // ScheduledOverride replaces min and/or max between StartTime and EndTime, optionally
@@ -159,6 +161,8 @@ type PoolState struct {
 	// ListingDemand is what the pool last asked of its scope's listing workflow
 	// (changeSharedListing); nil when it asks nothing.
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
+	// Pull is the pull's state while the spec has a pull section.
+	Pull *PullState `json:"pull,omitempty"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
@@ -310,6 +314,8 @@ type PoolStatus struct {
 	Blocked []PoolBlock `json:"blocked,omitempty"`
 	// Clusters counts the runners per cluster for a pool placed on clusters.
 	Clusters []ClusterRunners `json:"clusters,omitempty"`
+	// Pull is what the pool last read from GitHub, when its spec has a pull section.
+	Pull *PullStatus `json:"pull,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

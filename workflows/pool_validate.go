@@ -65,6 +65,7 @@ func (s PoolSpec) Validate(path *field.Path) field.ErrorList {
 	for i, o := range s.ScheduledOverrides {
 		errs = append(errs, o.validate(path.Child("scheduledOverrides").Index(i))...)
 	}
+	errs = append(errs, s.validatePull(path.Child("pull"))...)
 	return errs
 }
 

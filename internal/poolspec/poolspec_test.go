@@ -87,6 +87,23 @@ minIdle: 2
 	}
 }
 
+// A pull section parses with its defaults filled in.
+func TestParsePullSection(t *testing.T) {
+	pools, err := Parse([]byte(validPool + "pull:\n  metric: QueuedAndInProgressJobs\n  repositories: [app, lib]\n" +
+		"---\n" + replace(validPool, "linux-small", "busy") + "pull: {metric: PercentageRunnersBusy, interval: 30s, scaleUpFactor: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, b := pools[0].Pull, pools[1].Pull
+	if q == nil || q.IntervalOrDefault() != time.Minute || len(q.Repositories) != 2 || q.ScaleUpFactor != nil {
+		t.Errorf("queued pull decoded as %+v", q)
+	}
+	if b == nil || b.IntervalOrDefault() != 30*time.Second || *b.ScaleUpFactor != 2 || *b.ScaleUpThreshold != 0.8 ||
+		*b.ScaleDownThreshold != 0.3 || *b.ScaleDownFactor != 0.7 {
+		t.Errorf("busy pull decoded as %+v", b)
+	}
+}
+
 // Each invalid file must fail with a message that names the field (and nothing is returned).
 func TestParseRejectsWithFieldPath(t *testing.T) {
 	cases := []struct {
@@ -136,6 +153,17 @@ func TestParseRejectsWithFieldPath(t *testing.T) {
 		{"override frequency", validPool + "scheduledOverrides:\n- {startTime: \"2024-01-01T10:00:00Z\", endTime: \"2024-01-01T11:00:00Z\", minReplicas: 2, recurrenceRule: {frequency: Hourly}}\n", `pools[0].scheduledOverrides[0].recurrenceRule.frequency: Unsupported value: "Hourly"`},
 		{"override bad time", validPool + "scheduledOverrides:\n- {startTime: tomorrow, endTime: \"2024-01-01T11:00:00Z\", minReplicas: 2}\n", "pools[0].scheduledOverrides[0].startTime: Invalid value"},
 		{"override nothing", validPool + "scheduledOverrides:\n- {startTime: \"2024-01-01T10:00:00Z\", endTime: \"2024-01-01T11:00:00Z\"}\n", "pools[0].scheduledOverrides[0].minReplicas: Required value"},
+		{"pull without metric", validPool + "pull: {repositories: [app]}\n", "pools[0].pull.metric: Required value"},
+		{"pull unknown metric", validPool + "pull: {metric: Queue}\n", `pools[0].pull.metric: Unsupported value: "Queue"`},
+		{"pull interval too short", validPool + "pull: {metric: PercentageRunnersBusy, interval: 1s}\n", `pools[0].pull.interval: Invalid value: "1s": must be >= 10s`},
+		{"pull bad interval", validPool + "pull: {metric: PercentageRunnersBusy, interval: often}\n", `pools[0].pull.interval: Invalid value: "often"`},
+		{"pull organization without repositories", validPool + "pull: {metric: QueuedAndInProgressJobs}\n", "pools[0].pull.repositories: Required value"},
+		{"pull repository pool naming repositories", replace(validPool, "organization: acme", "repository: acme/app") + "pull: {metric: QueuedAndInProgressJobs, repositories: [lib]}\n", "pools[0].pull.repositories: Forbidden: a repository pool reads its own repository"},
+		{"pull bad repository name", validPool + "pull: {metric: QueuedAndInProgressJobs, repositories: [app, \"a b\"]}\n", `pools[0].pull.repositories[1]: Invalid value: "a b"`},
+		{"pull threshold on the queued metric", validPool + "pull: {metric: QueuedAndInProgressJobs, repositories: [app], scaleUpFactor: 2}\n", "pools[0].pull.scaleUpFactor: Forbidden"},
+		{"pull thresholds crossed", validPool + "pull: {metric: PercentageRunnersBusy, scaleUpThreshold: 0.3, scaleDownThreshold: 0.5}\n", "pools[0].pull.scaleDownThreshold: Invalid value: 0.5: must be < scaleUpThreshold (0.3)"},
+		{"pull factor that does not grow", validPool + "pull: {metric: PercentageRunnersBusy, scaleUpFactor: 0.9}\n", "pools[0].pull.scaleUpFactor: Invalid value: 0.9: must be > 1"},
+		{"pull unknown field", validPool + "pull: {metric: PercentageRunnersBusy, scaleUpAdjustment: 2}\n", "pools[0].pull.scaleUpAdjustment: Forbidden: unknown field"},
 		{"duplicate pool names", validPool + "---\n" + validPool, `pools[1].name: Duplicate value: "linux-small (also pools[0].name)"`},
 		{"bad YAML", validPool + "labels: [unclosed\n", "YAML: line "},
 		{"not a mapping", "- a\n- b\n", "document at line 1: must be a pool"},

@@ -278,6 +278,7 @@ func TestContractRESTAgainstOpenAPI(t *testing.T) {
 		driveScope(t, w, api)
 	}
 	driveRepository(t, w, gh)
+	driveConditional(t, w, gh)
 	driveAuth(t, w, rec)
 
 	covered := map[string]bool{}
@@ -298,7 +299,7 @@ func TestContractRESTAgainstOpenAPI(t *testing.T) {
 			t.Errorf("operation %s %s was never exercised successfully", strings.ToUpper(op.method), op.path)
 		}
 	}
-	for _, want := range []int{200, 201, 204, 401, 403, 404, 409, 422} {
+	for _, want := range []int{200, 201, 204, 304, 401, 403, 404, 409, 422} {
 		if !statuses[want] {
 			t.Errorf("no validated answer with status %d", want)
 		}

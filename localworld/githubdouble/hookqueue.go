@@ -33,7 +33,9 @@ type hookQueue struct {
 	held     []int
 	holding  bool
 	inflight int
-	changed  chan struct{} // closed whenever the queue changes
+	// drop is the share of workflow_job deliveries failed without being sent (DropWebhooks).
+	drop    float64
+	changed chan struct{} // closed whenever the queue changes
 }
 
 func newHookQueue(cfg Config) *hookQueue {
@@ -95,6 +97,11 @@ func (hq *hookQueue) enqueue(d Delivery) string {
 		d.ID = newUUID()
 	}
 	d.URL = hq.url
+	if d.Event == "workflow_job" && hq.drop > 0 && hq.rng.Float64() < hq.drop {
+		d.Done, d.Error, d.DeliveredAt = true, errDropped, hq.now()
+		hq.records = append(hq.records, d)
+		return d.ID
+	}
 	hq.records = append(hq.records, d)
 	hq.queue(len(hq.records) - 1)
 	return d.ID
@@ -184,6 +191,15 @@ func (hq *hookQueue) redeliver(id string) error {
 	})
 	hq.queue(len(hq.records) - 1)
 	return nil
+}
+
+// errDropped is the Error of a delivery DropWebhooks failed.
+const errDropped = "dropped: the delivery failed (DropWebhooks)"
+
+func (hq *hookQueue) setDrop(share float64) {
+	hq.mu.Lock()
+	defer hq.mu.Unlock()
+	hq.drop = share
 }
 
 func (hq *hookQueue) hold() {

@@ -45,7 +45,7 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		runs = append(runs, s.renderRun(j, repo))
 	}
 	page.setLink(w, r)
-	writeJSON(w, http.StatusOK, struct {
+	s.writeConditional(w, r, struct {
 		TotalCount   int              `json:"total_count"`
 		WorkflowRuns []map[string]any `json:"workflow_runs"`
 	}{len(jobs), runs})
@@ -72,7 +72,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 		out = append(out, s.renderJob(j))
 	}
 	page.setLink(w, r)
-	writeJSON(w, http.StatusOK, struct {
+	s.writeConditional(w, r, struct {
 		TotalCount int       `json:"total_count"`
 		Jobs       []jobJSON `json:"jobs"`
 	}{len(jobs), out})

@@ -120,6 +120,12 @@ func (s *Server) Deliveries() []Delivery { return s.hooks.snapshot() }
 // "Redeliver" button; the payload is the original, the URL and secret are the current ones.
 func (s *Server) Redeliver(deliveryID string) error { return s.hooks.redeliver(deliveryID) }
 
+// DropWebhooks fails the given share (0 to 1) of later workflow_job deliveries without
+// sending them, drawn from Config.WebhookSeed: a delivery GitHub could not make (the receiver
+// unreachable, a timeout), recorded in Deliveries as done with an Error and no status. GitHub
+// does not retry a failed delivery by itself; Redeliver sends one again. 0 stops dropping.
+func (s *Server) DropWebhooks(share float64) { s.hooks.setDrop(min(max(share, 0), 1)) }
+
 // HoldWebhooks parks every later delivery until ReleaseWebhooks, so a test can build up a
 // burst and choose the order it arrives in.
 func (s *Server) HoldWebhooks() { s.hooks.hold() }

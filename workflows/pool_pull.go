@@ -1,0 +1,273 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// changePullScaling gates pull-based scaling (a spec's pull section). It is asked only by a
+// pool whose spec has one, which no pool before this release could have: a pool without a
+// pull section records no marker and issues exactly the commands it issued before, so its
+// histories replay unchanged. The gate marks the histories that read GitHub on the pool's
+// timer, so a later change to what the pull issues can tell them apart.
+const changePullScaling = "pull-scaling"
+
+// pullOn reports whether this run scales from the pull: the spec has a pull section and the
+// history is of a release that has the pull. The version is asked once per run.
+func (p *pool) pullOn() bool {
+	if p.st.Spec.Pull == nil {
+		return false
+	}
+	if p.pullVersion == nil {
+		v := workflow.GetVersion(p.ctx, changePullScaling, workflow.DefaultVersion, 1)
+		p.pullVersion = &v
+	}
+	return *p.pullVersion >= 1
+}
+
+// tendPull is the pull's step in the pool's loop, before the decision: when a read is due, the
+// busy metric takes its new target from the pool's own runners (no call: their busy state is
+// GitHub's, from the runners' reports and the scope's runner listing), and the queued metric
+// reads GitHub beside the loop (one activity on the GitHub queue). A pool without a pull
+// section does nothing here.
+func (p *pool) tendPull(now time.Time) {
+	if !p.pullOn() {
+		p.st.Pull = nil
+		return
+	}
+	spec := *p.st.Spec.Pull
+	key := p.pullKey()
+	if p.st.Pull == nil || p.st.Pull.Key != key {
+		// What was read for other repositories, labels or metric counts for nothing now.
+		p.st.Pull = &PullState{Key: key, Calls: p.pullCalls(), NotModified: p.pullNotModified()}
+	}
+	st := p.st.Pull
+	if p.pulling || now.Before(st.NextAt) {
+		return
+	}
+	st.NextAt = now.Add(spec.IntervalOrDefault())
+	if spec.Metric == PullMetricBusyPercentage {
+		st.Target = DecidePull(p.pullInput(now, true)).Target
+		st.At = now
+		return
+	}
+	p.startPull(now, key)
+}
+
+// startPull reads the pool's repositories at GitHub, passing the last answers with their
+// ETags, and keeps the new answers when they are still for the spec in force.
+func (p *pool) startPull(now time.Time, key string) {
+	in := PullJobsInput{Pool: p.st.Spec.Name, Labels: p.st.Spec.Labels, Repos: p.pullRepos(), Last: withoutJobs(p.st.Pull.Repos)}
+	p.pulling = true
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.pulling, p.changed = false, true }()
+		var out PullJobsResult
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, PoolPullPolicy), ActivityPullJobs, in).Get(ctx, &out)
+		st := p.st.Pull
+		if st == nil || st.Key != key {
+			return
+		}
+		if err != nil {
+			// The next read is at the next interval anyway; the last answers stay in force.
+			st.Error = err.Error()
+			p.logger.Warn("Pull failed", "error", err)
+			return
+		}
+		st.Calls += int64(out.Calls)
+		st.NotModified += int64(out.NotModified)
+		prev := st.Repos
+		st.Repos, st.At, st.Error = mergePulled(prev, out.Repos), now, ""
+		if !out.ReadAt.IsZero() {
+			st.At = out.ReadAt
+		}
+		p.applyPulledJobs(st.Repos)
+		p.endJobsGone(prev, st.Repos)
+	})
+}
+
+// endJobsGone ends the reservations of jobs the last answer listed queued or in progress and
+// this one lists neither: GitHub says they are over, whatever webhooks were lost. Only a
+// complete answer says so (no listing at its one page's limit).
+func (p *pool) endJobsGone(prev, cur []PulledRepo) {
+	listed := map[int64]bool{}
+	for _, repo := range cur {
+		for _, l := range repo.Listings {
+			if len(l.RunIDs) >= PullRunsPerListing {
+				return
+			}
+		}
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				listed[j.ID] = true
+			}
+		}
+	}
+	for _, repo := range prev {
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				if !listed[j.ID] && p.st.Reserved.Holds(j.ID, workflow.Now(p.ctx)) {
+					p.endJobID(j.ID)
+				}
+			}
+		}
+	}
+}
+
+// applyPulledJobs takes what GitHub says about running jobs that the webhooks may not have
+// said (a dropped in_progress delivery): a runner of the pool GitHub names on a job now has
+// that job, so the job's reservation ends when the runner leaves it; a reserved job GitHub
+// names on a runner that is not one of the pool's is served elsewhere.
+func (p *pool) applyPulledJobs(repos []PulledRepo) {
+	for _, repo := range repos {
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				if j.Status != JobInProgress || j.RunnerName == "" {
+					continue
+				}
+				if i := p.find(j.RunnerName); i >= 0 {
+					if r := &p.st.Runners[i]; r.JobID == 0 {
+						r.JobID = j.ID
+					}
+					continue
+				}
+				if slices.ContainsFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.JobID == j.ID }) {
+					p.endJobID(j.ID)
+				}
+			}
+		}
+	}
+}
+
+// pullDecision is the pull's demand for Decide; nil for a pool without a pull section.
+func (p *pool) pullDecision(now time.Time) *PullDecision {
+	if !p.pullOn() || p.st.Pull == nil {
+		return nil
+	}
+	d := DecidePull(p.pullInput(now, false))
+	return &d
+}
+
+func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
+	in := PullDecideInput{
+		Now: now, Pool: p.st.Spec.Name, Spec: *p.st.Spec.Pull, Bounds: p.bounds(now),
+		Runners: p.st.Runners, Reserved: p.st.Reserved, Evaluate: evaluate,
+	}
+	if st := p.st.Pull; st != nil {
+		in.Repos, in.ReadAt, in.Target, in.Finished = st.Repos, st.At, st.Target, p.st.Finished
+	}
+	return in
+}
+
+// pullWake is when the next read is due; zero without a pull or while one runs.
+func (p *pool) pullWake() time.Time {
+	if p.pulling || p.st.Pull == nil || p.st.Spec.Pull == nil {
+		return time.Time{}
+	}
+	return p.st.Pull.NextAt
+}
+
+// pullRepos are the repositories the pool reads, as "owner/repo".
+func (p *pool) pullRepos() []string {
+	spec := p.st.Spec
+	switch {
+	case spec.Pull.Metric != PullMetricQueuedJobs:
+		return nil
+	case spec.Repository != "":
+		return []string{spec.Repository}
+	case spec.Organization != "":
+		out := make([]string, 0, len(spec.Pull.Repositories))
+		for _, r := range spec.Pull.Repositories {
+			out = append(out, spec.Organization+"/"+r)
+		}
+		return out
+	}
+	return slices.Clone(spec.Pull.Repositories)
+}
+
+// pullKey names what the answers are read for.
+func (p *pool) pullKey() string {
+	return p.st.Spec.Pull.Metric + "|" + strings.ToLower(strings.Join(p.pullRepos(), ",")) + "|" + strings.Join(p.st.Spec.lowerLabels(), ",")
+}
+
+func (p *pool) pullCalls() int64 {
+	if p.st.Pull == nil {
+		return 0
+	}
+	return p.st.Pull.Calls
+}
+
+func (p *pool) pullNotModified() int64 {
+	if p.st.Pull == nil {
+		return 0
+	}
+	return p.st.Pull.NotModified
+}
+
+// pullStatus is the pull's part of the pool's status.
+func (p *pool) pullStatus() *PullStatus {
+	st := p.st.Pull
+	if st == nil || p.st.Spec.Pull == nil {
+		return nil
+	}
+	out := &PullStatus{Metric: p.st.Spec.Pull.Metric, At: st.At, NextAt: st.NextAt, Error: st.Error, Target: st.Target,
+		Calls: st.Calls, NotModified: st.NotModified}
+	for _, repo := range st.Repos {
+		for _, run := range repo.Runs {
+			for _, j := range run.Jobs {
+				if j.Status == JobQueued {
+					out.Queued++
+				} else {
+					out.InProgress++
+				}
+			}
+		}
+	}
+	return out
+}
+
+// withoutJobs is the last answers as the activity needs them: ETags and run ids, no jobs.
+func withoutJobs(repos []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(repos))
+	for _, r := range repos {
+		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			c.Runs = append(c.Runs, PulledRun{RunID: run.RunID, ETag: run.ETag})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// mergePulled takes a read's answers, with the jobs of each run GitHub answered 304 for taken
+// from the last answers.
+func mergePulled(prev, cur []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(cur))
+	for _, r := range cur {
+		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			if run.NotModified {
+				run.Jobs, run.NotModified = lastJobs(prev, r.Repository, run.RunID), false
+			}
+			m.Runs = append(m.Runs, run)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func lastJobs(prev []PulledRepo, repo string, runID int64) []PulledJob {
+	for _, r := range prev {
+		if r.Repository != repo {
+			continue
+		}
+		for _, run := range r.Runs {
+			if run.RunID == runID {
+				return run.Jobs
+			}
+		}
+	}
+	return nil
+}

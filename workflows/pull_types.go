@@ -1,0 +1,176 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PullSpec makes a pool scale from GitHub's own numbers, read on a timer, alone or beside the
+// webhooks (webhooks for speed, the pull for the truth). See docs/pools.md, Pull-based scaling.
+type PullSpec struct {
+	// Metric is what the pool reads: PullMetricQueuedJobs or PullMetricBusyPercentage.
+	Metric string `json:"metric"`
+	// Interval is how often the pool reads it; default DefaultPullInterval.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Repositories are the repositories whose queued and in-progress jobs count
+	// (PullMetricQueuedJobs): names of the organization's repositories for an organization
+	// pool, "owner/repo" for an enterprise pool; a repository pool reads its own repository
+	// and names none.
+	Repositories []string `json:"repositories,omitempty"`
+	// ScaleUpThreshold and ScaleDownThreshold (PullMetricBusyPercentage) are shares of the
+	// pool's online runners that are busy, in (0, 1]: at or above the first the pool grows by
+	// ScaleUpFactor (> 1), at or below the second it shrinks by ScaleDownFactor (< 1).
+	ScaleUpThreshold   *float64 `json:"scaleUpThreshold,omitempty"`
+	ScaleDownThreshold *float64 `json:"scaleDownThreshold,omitempty"`
+	ScaleUpFactor      *float64 `json:"scaleUpFactor,omitempty"`
+	ScaleDownFactor    *float64 `json:"scaleDownFactor,omitempty"`
+}
+
+// The pull metrics, ARC's two.
+const (
+	// PullMetricQueuedJobs counts the queued jobs the pool's runners fit and the jobs its
+	// runners run (ARC's TotalNumberOfQueuedAndInProgressWorkflowRuns, counted per job).
+	PullMetricQueuedJobs = "QueuedAndInProgressJobs"
+	// PullMetricBusyPercentage scales by the share of the pool's runners that are busy
+	// (ARC's PercentageRunnersBusy).
+	PullMetricBusyPercentage = "PercentageRunnersBusy"
+)
+
+// withDefaults fills in the pull's omitted settings (ARC's defaults for the thresholds and
+// factors).
+func (s PullSpec) withDefaults() PullSpec {
+	out := s
+	if out.Interval == nil {
+		out.Interval = &metav1.Duration{Duration: DefaultPullInterval}
+	}
+	if out.Metric != PullMetricBusyPercentage {
+		return out
+	}
+	for _, f := range []struct {
+		v   **float64
+		def float64
+	}{
+		{&out.ScaleUpThreshold, DefaultPullScaleUpThreshold}, {&out.ScaleDownThreshold, DefaultPullScaleDownThreshold},
+		{&out.ScaleUpFactor, DefaultPullScaleUpFactor}, {&out.ScaleDownFactor, DefaultPullScaleDownFactor},
+	} {
+		if *f.v == nil {
+			*f.v = ptr(f.def)
+		}
+	}
+	return out
+}
+
+// IntervalOrDefault is how often the pool reads its metric.
+func (s PullSpec) IntervalOrDefault() time.Duration {
+	return durationOr(s.Interval, DefaultPullInterval)
+}
+
+// PullState is what the pool keeps of its pull across continue-as-new: when it reads next,
+// GitHub's last answers with their ETags (a 304 reuses them at no budget), and the busy
+// metric's last target. Nothing in it is secret.
+type PullState struct {
+	// Key names what the answers were read for (metric, repositories, labels); answers read for
+	// another key are dropped.
+	Key string `json:"key"`
+	// NextAt is when the pool reads next; At when it last read, Error what its last read failed
+	// with.
+	NextAt time.Time `json:"nextAt,omitzero"`
+	At     time.Time `json:"at,omitzero"`
+	Error  string    `json:"error,omitempty"`
+	// Repos are the last answers, by repository (PullMetricQueuedJobs).
+	Repos []PulledRepo `json:"repos,omitempty"`
+	// Target is the busy metric's last result (PullMetricBusyPercentage).
+	Target int `json:"target,omitempty"`
+	// Calls and NotModified count the pool's pull requests to GitHub over its life, and those
+	// GitHub answered 304 Not Modified (which cost no budget).
+	Calls       int64 `json:"calls,omitempty"`
+	NotModified int64 `json:"notModified,omitempty"`
+}
+
+// PulledRepo is one repository's last answers: its runs listings (queued, in progress) and
+// the jobs of each run they named.
+type PulledRepo struct {
+	Repository string          `json:"repository"`
+	Listings   []PulledListing `json:"listings,omitempty"`
+	Runs       []PulledRun     `json:"runs,omitempty"`
+}
+
+// PulledListing is one runs listing of a repository by status, with its ETag.
+type PulledListing struct {
+	Status string  `json:"status"`
+	ETag   string  `json:"etag,omitempty"`
+	RunIDs []int64 `json:"runIds,omitempty"`
+}
+
+// PulledRun is one run's jobs listing, with its ETag; Jobs keeps only the queued and
+// in-progress jobs the pool's runners fit. In an activity's result NotModified says GitHub
+// answered 304: the jobs are the pool's from the last answer (not sent either way, to keep
+// the pool's history small).
+type PulledRun struct {
+	RunID       int64       `json:"runId"`
+	ETag        string      `json:"etag,omitempty"`
+	Jobs        []PulledJob `json:"jobs,omitempty"`
+	NotModified bool        `json:"notModified,omitempty"`
+}
+
+// PulledJob is a queued or in-progress job; RunnerName is the runner running it.
+type PulledJob struct {
+	ID         int64  `json:"id"`
+	Status     string `json:"status"`
+	RunnerName string `json:"runnerName,omitempty"`
+}
+
+// ActivityPullJobs reads the queued and in-progress jobs of a pool's repositories at GitHub.
+const ActivityPullJobs = "PullJobs"
+
+// PullJobsInput asks for the jobs of Repos ("owner/repo") that runners with Labels can run.
+// Last are the previous answers without their jobs: each listing and run is asked with its
+// ETag (If-None-Match); a listing GitHub answers 304 keeps its runs, a run answered 304 is
+// returned NotModified.
+type PullJobsInput struct {
+	Pool   string       `json:"pool"`
+	Labels []string     `json:"labels"`
+	Repos  []string     `json:"repos"`
+	Last   []PulledRepo `json:"last,omitempty"`
+}
+
+// PullJobsResult is the new answers, one per repository of the input, and what they cost.
+type PullJobsResult struct {
+	// ReadAt is when the activity began reading: runners that ended after it may have run
+	// jobs the answers still list (DecidePull).
+	ReadAt      time.Time    `json:"readAt,omitzero"`
+	Repos       []PulledRepo `json:"repos"`
+	Calls       int          `json:"calls"`
+	NotModified int          `json:"notModified"`
+}
+
+// PullStatus is the pull's part of PoolStatus.
+type PullStatus struct {
+	Metric      string    `json:"metric"`
+	At          time.Time `json:"at,omitzero"`
+	NextAt      time.Time `json:"nextAt,omitzero"`
+	Error       string    `json:"error,omitempty"`
+	Queued      int       `json:"queued"`
+	InProgress  int       `json:"inProgress"`
+	Target      int       `json:"target,omitempty"`
+	Calls       int64     `json:"calls"`
+	NotModified int64     `json:"notModified"`
+}
+
+// LabelsFit reports whether runners with poolLabels can run a job whose runs-on is jobLabels:
+// every job label except "self-hosted" is among the pool's, compared case-insensitively (as the
+// webhook intake routes jobs).
+func LabelsFit(poolLabels, jobLabels []string) bool {
+	for _, l := range jobLabels {
+		if strings.EqualFold(l, "self-hosted") {
+			continue
+		}
+		if !slices.ContainsFunc(poolLabels, func(p string) bool { return strings.EqualFold(p, l) }) {
+			return false
+		}
+	}
+	return true
+}
