@@ -42,11 +42,11 @@ func servedOperations() []specOperation {
 			specOperation{"delete", p + "/actions/runners/{runner_id}"},
 		)
 	}
-	return append(ops,
+	return append(append(ops,
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"},
 		specOperation{"post", "/app/installations/{installation_id}/access_tokens"},
-	)
+	), hookDeliveryOperations()...)
 }
 
 // servedWebhooks are the x-webhooks entries whose payloads the double sends.

@@ -275,6 +275,7 @@ func TestContractRESTAgainstOpenAPI(t *testing.T) {
 	}
 	driveRepository(t, w, gh)
 	driveAuth(t, w, rec)
+	driveHookDeliveries(t, w, rec)
 
 	covered := map[string]bool{}
 	statuses := map[int]bool{}
