@@ -65,8 +65,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.deploymentName, "deployment-name", workerapp.DefaultDeploymentName, "Temporal Worker Deployment the --build-id belongs to")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.DurationVar(&o.reconcile, "reconcile-interval", workflows.DefaultReconcileInterval, "how often the Temporal Schedule "+workflows.ReconcileScheduleID+" removes orphaned registrations, pods and Secrets; the worker creates or updates it at start-up (a paused one stays paused); 0 leaves the Schedule as it is")
-	fs.BoolVar(&o.reconcileDryRun, "reconcile-dry-run", false, "scheduled reconciles report what they would remove and remove nothing")
+	fs.DurationVar(&o.reconcile, "reconcile-interval", workflows.DefaultReconcileInterval, "how often the Temporal Schedule "+workflows.ReconcileScheduleID+" removes orphaned registrations, pods and Secrets and redelivers failed webhook deliveries; the worker creates or updates it at start-up (a paused one stays paused); 0 leaves the Schedule as it is")
+	fs.BoolVar(&o.reconcileDryRun, "reconcile-dry-run", false, "scheduled reconciles report what they would remove or redeliver and do neither")
 	fs.StringVar(&o.reconcileHook, "reconcile-hook", "", "the webhook whose failed workflow_job deliveries scheduled reconciles redeliver, each at most once: app (the GitHub App's webhook; the default with an App), org:<org>/<hook id>, repo:<owner>/<repo>/<hook id>, or none (the default with a token)")
 	return o
 }

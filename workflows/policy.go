@@ -490,9 +490,10 @@ var ReconcileRemoveRegistrationPolicy = workflow.ActivityOptions{
 
 const (
 	// ReconcileRedeliverWindow: a run looks at the hook's deliveries of the last hour: twelve
-	// runs at the default interval, so runs that failed or were paused meanwhile still catch an
-	// event, while a job queued longer ago has most likely been re-run or cancelled by hand.
-	ReconcileRedeliverWindow = time.Hour
+	// runs at the default interval, so runs that failed meanwhile still catch an event; and no
+	// longer than a pool remembers a job whose reservation ended (ReleasedJobMemory), so a
+	// redelivered `queued` event of a finished job never reserves a runner.
+	ReconcileRedeliverWindow = ReleasedJobMemory
 	// ReconcileDeliveryPages bounds the listing of one run to 20 pages of 100 attempts (20 of
 	// the hour's requests); a busier hook is reported truncated and its oldest attempts wait.
 	ReconcileDeliveryPages = 20
