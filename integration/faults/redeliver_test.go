@@ -2,9 +2,9 @@ package faults
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,54 +150,35 @@ func (s *system) waitForDeliveries() {
 	}
 }
 
-// intakeFront serves the intake on an address of its own that can go down (connections
-// refused, as GitHub sees an intake whose pods are gone) and come back on the same address.
+// intakeFront serves the intake on an address of its own and can take it down: while down,
+// every request's connection is closed before any answer, as GitHub sees an intake whose pods
+// are gone (GitHub records no status code). The address stays the test's own throughout, so no
+// other process can take it during the outage.
 type intakeFront struct {
-	t       *testing.T
-	handler http.Handler
-	addr    string
-	srv     *http.Server
-	served  chan error
+	srv      *httptest.Server
+	stopping atomic.Bool
 }
 
 func startIntakeFront(t *testing.T, h http.Handler) *intakeFront {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &intakeFront{t: t, handler: h, addr: ln.Addr().String()}
-	f.serve(ln)
-	t.Cleanup(f.down)
+	f := &intakeFront{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !f.stopping.Load() {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *intakeFront) url() string { return "http://" + f.addr + "/webhook" }
+func (f *intakeFront) url() string { return f.srv.URL + "/webhook" }
 
-func (f *intakeFront) serve(ln net.Listener) {
-	f.srv = &http.Server{Handler: f.handler, ReadHeaderTimeout: 10 * time.Second}
-	f.served = make(chan error, 1)
-	go func(srv *http.Server, done chan<- error) { done <- srv.Serve(ln) }(f.srv, f.served)
-}
+// down makes every later request fail without an answer.
+func (f *intakeFront) down() { f.stopping.Store(true) }
 
-// down closes the listener and every connection.
-func (f *intakeFront) down() {
-	if f.srv == nil {
-		return
-	}
-	_ = f.srv.Close()
-	if err := <-f.served; !errors.Is(err, http.ErrServerClosed) {
-		f.t.Errorf("intake front: %v", err)
-	}
-	f.srv = nil
-}
-
-// up serves again on the same address.
-func (f *intakeFront) up() {
-	f.t.Helper()
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		f.t.Fatalf("the intake cannot come back on %s: %v", f.addr, err)
-	}
-	f.serve(ln)
-}
+// up serves the intake again.
+func (f *intakeFront) up() { f.stopping.Store(false) }
