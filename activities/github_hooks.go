@@ -173,7 +173,6 @@ func (a *HookActivities) RedeliverHookDelivery(ctx context.Context, in workflows
 	if err := a.Hooks.RedeliverHookDelivery(ctx, in.Hook, in.DeliveryID); err != nil {
 		return workflows.RedeliverHookDeliveryResult{}, classifyHookError(callRedeliver, err)
 	}
-	activity.GetLogger(ctx).Info("Redelivered webhook delivery", "deliveryID", in.GUID, "attempt", in.DeliveryID)
 	return workflows.RedeliverHookDeliveryResult{}, nil
 }
 

@@ -298,7 +298,7 @@ type ListHookDeliveriesResult struct {
 type RedeliverHookDeliveryInput struct {
 	Hook       HookRef `json:"hook"`
 	DeliveryID int64   `json:"deliveryId"`
-	// GUID is for the logs and errors only.
+	// GUID names the event in the activity's history, so the UI shows which one it was.
 	GUID string `json:"guid,omitempty"`
 }
 
