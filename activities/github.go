@@ -39,6 +39,8 @@ type GitHub interface {
 	RunnerGroupID(ctx context.Context, scope workflows.Scope, name string) (int64, error)
 	// RunnerURL is the web URL a runner configures itself against in registration-token mode.
 	RunnerURL(scope workflows.Scope) string
+	// GetJob reads one workflow job of a repository ("owner/repo").
+	GetJob(ctx context.Context, repository string, id int64) (JobInfo, error)
 }
 
 // JITRequest describes the runner a JIT configuration is made for.

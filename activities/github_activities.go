@@ -31,6 +31,7 @@ func (a *GitHubActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.GetRunner, activity.RegisterOptions{Name: workflows.ActivityGetRunner})
 	r.RegisterActivityWithOptions(a.RemoveRunner, activity.RegisterOptions{Name: workflows.ActivityRemoveRunner})
 	r.RegisterActivityWithOptions(a.ListRunners, activity.RegisterOptions{Name: workflows.ActivityListRunners})
+	r.RegisterActivityWithOptions(a.ReadJobs, activity.RegisterOptions{Name: workflows.ActivityReadJobs})
 }
 
 // GetRunner reads a runner's status, by id or (id unknown, registration-token mode) by name.

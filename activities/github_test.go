@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,5 +166,48 @@ func checkEnterpriseRefusal(t *testing.T, what string, err error) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %q does not say %q", what, err, want)
 		}
+	}
+}
+
+// ReadJobs reads each job at GitHub: a cancelled job is completed, a queued one queued, one
+// GitHub does not know is gone; the GETs go through the real client.
+func TestReadJobsReadsEachJobAtGitHub(t *testing.T) {
+	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{"t0k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gh.Close()
+	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/app"}); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"linux"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"linux"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gh.CancelJob(cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), Token: "t0k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &GitHubActivities{GitHub: c}
+	out, err := a.ReadJobs(context.Background(), workflows.ReadJobsInput{Pool: "p", Jobs: []workflows.JobRef{
+		{ID: queued.ID, Repository: "acme/app"}, {ID: cancelled.ID, Repository: "acme/app"}, {ID: 999999, Repository: "acme/app"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []workflows.JobReading{
+		{ID: queued.ID, Status: workflows.JobQueued},
+		{ID: cancelled.ID, Status: workflows.JobCompleted, Conclusion: "cancelled"},
+		{ID: 999999, Gone: true},
+	}
+	if !slices.Equal(out.Jobs, want) {
+		t.Errorf("ReadJobs = %+v, want %+v", out.Jobs, want)
 	}
 }

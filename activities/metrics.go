@@ -25,8 +25,8 @@ type Metrics struct {
 	githubRequests *prometheus.CounterVec
 	githubRemain   prometheus.Gauge
 	kubeErrors     *prometheus.CounterVec
-	// podWatcherLeader is 1 while this replica holds the pod watcher's Lease.
-	podWatcherLeader prometheus.Gauge
+	// podWatcherLeader is 1 while this replica holds a cluster's pod watcher Lease.
+	podWatcherLeader *prometheus.GaugeVec
 }
 
 // NewMetrics creates the series and registers them with reg (the registry /metrics serves).
@@ -44,12 +44,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		kubeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runnerflow_kubernetes_errors_total",
-			Help: "Failed Kubernetes API requests by verb and resource (expected NotFound and AlreadyExists excluded).",
-		}, []string{"verb", "resource"}),
-		podWatcherLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Failed Kubernetes API requests by verb, resource and cluster (empty: the default cluster; expected NotFound and AlreadyExists excluded).",
+		}, []string{"verb", "resource", "cluster"}),
+		podWatcherLeader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "runnerflow_pod_watcher_leader",
-			Help: "1 while this worker replica holds the pod watcher's Lease and signals runner workflows about their pods, 0 while it stands by.",
-		}),
+			Help: "1 while this worker replica holds a cluster's pod watcher Lease and signals runner workflows about that cluster's pods, 0 while it stands by (cluster empty: the default cluster).",
+		}, []string{"cluster"}),
 	}
 	if reg != nil {
 		m.githubRequests = register(reg, m.githubRequests)
@@ -60,12 +60,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// PodWatcherLeader is the gauge an ElectedPodWatcher keeps; nil for nil Metrics.
-func (m *Metrics) PodWatcherLeader() prometheus.Gauge {
+// PodWatcherLeader is the gauge the default cluster's ElectedPodWatcher keeps; nil for nil
+// Metrics.
+func (m *Metrics) PodWatcherLeader() prometheus.Gauge { return m.PodWatcherLeaderFor("") }
+
+// PodWatcherLeaderFor is the gauge a cluster's ElectedPodWatcher keeps ("" is the default
+// cluster); nil for nil Metrics. Cluster names come from the worker's configuration: bounded.
+func (m *Metrics) PodWatcherLeaderFor(cluster string) prometheus.Gauge {
 	if m == nil {
 		return nil
 	}
-	return m.podWatcherLeader
+	return m.podWatcherLeader.WithLabelValues(cluster)
 }
 
 // register registers c, or returns the collector already registered under its name.
@@ -129,16 +134,24 @@ func githubResult(resp *http.Response, err error) string {
 // with rest.Config.Wrap. Answers runnerflow's idempotent paths expect are not failures:
 // NotFound on get and delete (the object is gone: create it, or done) and AlreadyExists on
 // create (adopt it). A request cancelled by its caller (a watch closed at shutdown) is not
-// one either.
+// one either. The requests are the default cluster's.
 func (m *Metrics) KubernetesTransport(next http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := next.RoundTrip(r)
-		verb, resource := kubernetesRequest(r)
-		if kubernetesFailed(verb, resp, err) && !errors.Is(r.Context().Err(), context.Canceled) {
-			m.kubeErrors.WithLabelValues(verb, resource).Inc()
-		}
-		return resp, err
-	})
+	return m.KubernetesTransportFor("")(next)
+}
+
+// KubernetesTransportFor is KubernetesTransport for a named cluster's client: its failures
+// carry the cluster's name.
+func (m *Metrics) KubernetesTransportFor(cluster string) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(r)
+			verb, resource := kubernetesRequest(r)
+			if kubernetesFailed(verb, resp, err) && !errors.Is(r.Context().Err(), context.Canceled) {
+				m.kubeErrors.WithLabelValues(verb, resource, cluster).Inc()
+			}
+			return resp, err
+		})
+	}
 }
 
 func kubernetesFailed(verb string, resp *http.Response, err error) bool {

@@ -162,7 +162,7 @@ func TestKubernetesErrorsCountedByVerbAndResource(t *testing.T) {
 		t.Fatalf("stale status update: %v", err)
 	}
 	for _, series := range [][2]string{{"create", "pods"}, {"update", "pods"}, {"update", "pods/status"}} {
-		if got := testutil.ToFloat64(m.kubeErrors.WithLabelValues(series[0], series[1])); got != 1 {
+		if got := testutil.ToFloat64(m.kubeErrors.WithLabelValues(series[0], series[1], "")); got != 1 {
 			t.Errorf("%s %s errors: %v, want 1", series[0], series[1], got)
 		}
 	}

@@ -44,6 +44,11 @@ func (a *GitHubActivities) RegisterRunner(ctx context.Context, in workflows.Regi
 	if err := validateRegistration(in); err != nil {
 		return workflows.RegisterRunnerOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
 	}
+	if a.Kube == nil {
+		// A worker that serves only named clusters polls the shared GitHub queue for reads and
+		// removals; a default-cluster registration is not its to make.
+		return workflows.RegisterRunnerOutput{}, temporal.NewApplicationError("this worker serves no default cluster", workflows.ErrClusterNotServed)
+	}
 	existing, err := ownedSecret(ctx, a.Kube, in.Namespace, in.Name, in.WorkflowID)
 	if err != nil {
 		return workflows.RegisterRunnerOutput{}, err

@@ -113,6 +113,11 @@ func (a *TemporalActivities) startRunner(ctx context.Context, in workflows.Runne
 		ID:                    workflows.RunnerWorkflowID(in.Pool, in.Name),
 		TaskQueue:             workflows.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// The runner's first workflow task comes back in the start's answer and runs on this
+		// worker at once, with no trip through matching (the server's eager workflow start): a
+		// burst's runners reach their pod's create sooner and the server dispatches less.
+		// Without a free workflow-task slot here the SDK starts it the usual way.
+		EnableEagerStart: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			workflows.SearchAttrRunnerState.ValueSet(string(workflows.RunnerPending)), workflows.SearchAttrPool.ValueSet(in.Pool)),
 	}, workflows.RunnerWorkflowType, in)

@@ -302,3 +302,16 @@ func TestComposeGivesTheGitHubQueueOnePartition(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeTurnsOnEagerActivities: the Compose server hands a runner's pod activity back with
+// the workflow task that scheduled it (docs/operations.md); the server's default is off.
+func TestComposeTurnsOnEagerActivities(t *testing.T) {
+	var dc map[string][]struct {
+		Value any `json:"value"`
+	}
+	readYAML(t, "compose/temporal-dynamicconfig.yaml", &dc)
+	vals := dc["system.enableActivityEagerExecution"]
+	if len(vals) != 1 || vals[0].Value != true {
+		t.Errorf("system.enableActivityEagerExecution = %+v, want one unconstrained value true", vals)
+	}
+}

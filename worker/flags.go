@@ -21,6 +21,7 @@ import (
 type options struct {
 	temporal        temporalconn.Config
 	kubeconfig      string
+	clusters        clusterFlags
 	kubeQPS         float64
 	kubeBurst       int
 	watchNamespace  string
@@ -48,6 +49,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	o.temporal.RegisterFlags(fs)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file ($KUBECONFIG); empty means the in-cluster configuration")
+	fs.Var(&o.clusters, "cluster", "a named cluster this worker serves, NAME=KUBECONFIG (NAME= in-cluster); repeat for several. Pools that list NAME place runners there; with --cluster, the default cluster is served only when --kubeconfig names it")
 	fs.Float64Var(&o.kubeQPS, "kube-qps", 0, "Kubernetes client requests per second (0: the policy default, 50)")
 	fs.IntVar(&o.kubeBurst, "kube-burst", 0, "Kubernetes client burst (0: the policy default, 100)")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
@@ -96,7 +98,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	}
 	cfg := workerapp.Config{
 		TemporalAddress: temporal.HostPort, Namespace: temporal.Namespace, TemporalOptions: temporal,
-		KubeconfigPath: o.kubeconfig, WatchNamespace: o.watchNamespace,
+		KubeconfigPath: o.kubeconfig, Clusters: o.clusters, WatchNamespace: o.watchNamespace,
 		PodWatcherLeaseNamespace: o.leaseNamespace, PodWatcherLeaseName: o.leaseName,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubPointsPerMinute:   o.pointsPerMinute,

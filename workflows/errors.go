@@ -18,6 +18,10 @@ const (
 	ErrNotFound = "NotFound"
 	// ErrTransient: a 5xx, a conflict or a network error; retried under the activity's policy.
 	ErrTransient = "Transient"
+	// ErrClusterNotServed: the worker that took the task holds no client for the runner's
+	// cluster (a deployment whose workers disagree on their clusters); retried, so a worker
+	// that serves it may take the task.
+	ErrClusterNotServed = "ClusterNotServed"
 	// ErrRunnerFailed: a runner workflow gave up (its runner never came online within
 	// MaxRegistrationAttempts, or an activity failed for good); the workflow fails visibly.
 	ErrRunnerFailed = "RunnerFailed"

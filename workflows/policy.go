@@ -217,6 +217,32 @@ var KubernetesActivityPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ClusterProbePolicy: the placement's probe of a cluster (ActivityProbeCluster) is one read
+// of its API server. A cluster that has not answered within seconds, or that no worker serves
+// (the task waits in its queue until ScheduleToClose), is skipped for this batch of runners;
+// one attempt, since the next batch probes again.
+var ClusterProbePolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    5 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Second,
+	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// ForCluster is a policy run on a cluster's own task queues: the Kubernetes queue for policies
+// on TaskQueue, the cluster's paced registration queue for those on GitHubTaskQueue. The
+// default cluster ("") keeps the policy as it is, so runners that name no cluster issue
+// exactly the commands they always did.
+func ForCluster(policy workflow.ActivityOptions, cluster string) workflow.ActivityOptions {
+	switch {
+	case cluster == "":
+	case policy.TaskQueue == GitHubTaskQueue:
+		policy.TaskQueue = ClusterGitHubTaskQueue(cluster)
+	default:
+		policy.TaskQueue = ClusterTaskQueue(cluster)
+	}
+	return policy
+}
+
 // ---- Child workflows ----
 
 // RunnerChildPolicy: runner workflows outlive the pool run that started them (continue-as-new,
@@ -244,6 +270,34 @@ var RunnerStartPolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: retryNonRetryable,
 	},
 }
+
+// ReadJobsPolicy: reading reserved jobs at GitHub (the pool's check for lost job events) is a
+// few GETs on the GitHub queue; the check comes again ReservedJobCheckInterval later anyway, so
+// a failing one gives up after a few tries.
+var ReadJobsPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+const (
+	// ReservedJobCheckAfter: a runner idle this long while a reservation no runner serves is
+	// held makes the pool read that job at GitHub. GitHub hands a queued job to a fitting idle
+	// runner within seconds; a minute rules out a burst's ordinary lag.
+	ReservedJobCheckAfter = time.Minute
+	// ReservedJobCheckInterval: checks of reserved jobs come no closer than this, so a job that
+	// is really still queued (its labels fit no online runner) costs a read every 2 minutes.
+	ReservedJobCheckInterval = 2 * time.Minute
+	// ReservedJobCheckMax: at most this many jobs are read in one check (one GET each, a point
+	// of the secondary limit each); the rest wait for the next check.
+	ReservedJobCheckMax = 20
+)
 
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
 // one visibility listing; it runs again at the next interval anyway, so a failing one gives up

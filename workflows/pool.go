@@ -40,11 +40,12 @@ type pool struct {
 	// changed is set by every handler and completion; the loop waits for it.
 	changed bool
 	// inflight counts child starts and signals to runners not yet acknowledged; listing is
-	// true while a runner listing runs, checking while a runner workflow check runs.
-	// Continue-as-new waits for all three.
-	inflight int
-	listing  bool
-	checking bool
+	// true while a runner listing runs, checking while a runner workflow check runs,
+	// jobChecking while reserved jobs are read at GitHub. Continue-as-new waits for all four.
+	inflight    int
+	listing     bool
+	checking    bool
+	jobChecking bool
 	// warmBusy names the warm registrations with a call under way; warmWake is when the next
 	// one is due for refresh.
 	warmBusy []string
@@ -110,6 +111,7 @@ func (p *pool) run() error {
 		p.tendWarm(now)
 		p.startListing(now)
 		p.checkRunnerWorkflows(now)
+		p.checkReservedJobs(now)
 		p.recordMetrics(now)
 		if p.shouldContinueAsNew() {
 			return p.continueAsNew()
@@ -180,7 +182,28 @@ func (p *pool) pruneReservations(now time.Time) {
 }
 
 func (p *pool) reservationParams(now time.Time) ReservationParams {
-	return ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
+	params := ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
+	// Asked only when a reservation would expire with no runner online for it, so histories
+	// in which none did carry no marker.
+	serving := p.servingRunners(now)
+	if p.st.Reserved.WaitsForRunner(now, serving) &&
+		workflow.GetVersion(p.ctx, changeReservationsWaitForRunners, workflow.DefaultVersion, 1) >= 1 {
+		params.WaitForRunners = true
+		params.ServingRunners = serving
+	}
+	return params
+}
+
+// servingRunners counts the runners online to serve this pool's reservations: idle ones not
+// leaving, and busy ones whose job is not another pool's (busyElsewhere).
+func (p *pool) servingRunners(now time.Time) int {
+	n := 0
+	for _, r := range p.st.Runners {
+		if (r.State == RunnerIdle || r.State == RunnerBusy) && !r.Draining && !r.Removing {
+			n++
+		}
+	}
+	return max(n-p.busyElsewhere(now), 0)
 }
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a
@@ -202,7 +225,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now))
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -285,7 +308,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err
@@ -355,6 +378,7 @@ func (p *pool) recordMetrics(now time.Time) {
 	m.Gauge("runnerflow_pool_desired_runners").Update(float64(p.plan.Desired))
 	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
 	m.Gauge("runnerflow_pool_warm_registrations").Update(float64(p.warmReady(now)))
+	p.recordClusterMetrics()
 	counts := p.runnersByState()
 	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {
 		m.WithTags(map[string]string{"state": string(s)}).Gauge("runnerflow_pool_runners").Update(float64(counts[s]))

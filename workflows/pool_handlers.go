@@ -188,6 +188,15 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     that never came online ends and leaves its replacement to the pool.
 //   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
 //     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
+//   - changeCheckReservedJobs (1): reserved jobs no runner serves while a runner stands idle
+//     are read at GitHub, and what GitHub says of them applied as the lost events
+//     (pool_jobcheck.go); before, such a reservation held a runner until it expired.
+//   - changeReservationsWaitForRunners (1): a reservation that expires while no runner of
+//     the pool is online for it (ReservationParams.WaitForRunners) restarts its clock instead
+//     of being dropped; before, a job queued through an outage longer than the reservation
+//     duration lost its runner while that runner was still registering.
+//   - changeClusterPlacement (1): a pool that names clusters probes them before starting a
+//     batch and places it on the first that answers (placement.go).
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -198,6 +207,8 @@ const (
 	changeFailuresByStart  = "failures-by-start"
 	// Reservations count from their events' own times (the list above).
 	changeReservationsFromEventTimes = "reservations-from-event-times"
+	// Reservations wait for a runner online (the list above).
+	changeReservationsWaitForRunners = "reservations-wait-for-runners"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
@@ -438,6 +449,6 @@ func (p *pool) status() (PoolStatus, error) {
 		Orphans: p.st.Orphans, Decisions: p.st.Decisions, Finished: p.st.Finished, Totals: p.st.Totals,
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
-		Blocked: p.blocks(),
+		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
 	}, nil
 }

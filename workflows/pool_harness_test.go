@@ -75,6 +75,28 @@ type poolHarness struct {
 	asked  []checkAsked
 	// vanishedAt is when each vanished runner's workflow ended (at its start).
 	vanishedAt map[string]time.Time
+	// jobsAtGitHub is what GitHub says of jobs the pool reads (ReadJobs), by id; a job not
+	// here is still queued. jobReads records each read's job ids.
+	jobsAtGitHub map[int64]JobReading
+	jobReads     [][]int64
+}
+
+// readJobs plays GitHub's answers to the pool's reads of its reserved jobs.
+func (h *poolHarness) readJobs(_ context.Context, in ReadJobsInput) (ReadJobsOutput, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out ReadJobsOutput
+	var ids []int64
+	for _, j := range in.Jobs {
+		ids = append(ids, j.ID)
+		r, ok := h.jobsAtGitHub[j.ID]
+		if !ok {
+			r = JobReading{ID: j.ID, Status: JobQueued}
+		}
+		out.Jobs = append(out.Jobs, r)
+	}
+	h.jobReads = append(h.jobReads, ids)
+	return out, nil
 }
 
 // checkAsked is one SignalCheckRegistration the pool sent.
@@ -239,6 +261,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	h.playScopeListing(env)
 	env.RegisterActivityWithOptions(h.listEndedRunners, activity.RegisterOptions{Name: ActivityListEndedRunners})
+	env.RegisterActivityWithOptions(h.readJobs, activity.RegisterOptions{Name: ActivityReadJobs})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
 	if h.onSegment != nil {

@@ -60,6 +60,7 @@ func (p *pool) startBatch(runners []RunnerInput) {
 		in := StartRunnerWorkflowsInput{Pool: p.st.Spec.Name, Runners: chunk}
 		p.inflight++
 		workflow.Go(p.ctx, func(ctx workflow.Context) {
+			in.Runners = p.placeBatch(ctx, in.Runners)
 			out, err := runActivity[StartRunnerWorkflowsInput, StartRunnerWorkflowsOutput](ctx, RunnerStartPolicy, ActivityStartRunnerWorkflows, in)
 			p.inflight--
 			p.changed = true

@@ -46,6 +46,10 @@ type PoolSpec struct {
 	// VolumeClaimTemplates make the pool stateful: each slot keeps one claim per template, and
 	// the next runner in the slot mounts the same claims (e.g. a docker layer cache).
 	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+	// Clusters, when set, is the ordered list of named clusters the pool places new runners on:
+	// the first whose API answers (workflows/placement.go). Empty: the worker's default cluster.
+	// Not part of the template hash: runners already running stay where they are.
+	Clusters []string `json:"clusters,omitempty"`
 	// ScheduledOverrides change min/max on a calendar (the first active one wins).
 	ScheduledOverrides []ScheduledOverride `json:"scheduledOverrides,omitempty"`
 }
@@ -132,12 +136,14 @@ type PoolState struct {
 	NextListing    time.Time `json:"nextListing,omitzero"`
 	// NextRunnerCheck and LastRunnerCheck schedule the check for runner workflows that ended
 	// without a report (checkRunnerWorkflows).
-	NextRunnerCheck time.Time        `json:"nextRunnerCheck,omitzero"`
-	LastRunnerCheck time.Time        `json:"lastRunnerCheck,omitzero"`
-	Orphans         []Orphan         `json:"orphans,omitempty"`
-	Decisions       []Decision       `json:"decisions,omitempty"`
-	Finished        []FinishedRunner `json:"finished,omitempty"`
-	Totals          PoolTotals       `json:"totals"`
+	NextRunnerCheck time.Time `json:"nextRunnerCheck,omitzero"`
+	LastRunnerCheck time.Time `json:"lastRunnerCheck,omitzero"`
+	// NextJobCheck: a check of reserved jobs at GitHub (checkReservedJobs) comes no sooner.
+	NextJobCheck time.Time        `json:"nextJobCheck,omitzero"`
+	Orphans      []Orphan         `json:"orphans,omitempty"`
+	Decisions    []Decision       `json:"decisions,omitempty"`
+	Finished     []FinishedRunner `json:"finished,omitempty"`
+	Totals       PoolTotals       `json:"totals"`
 	// Applied is set by the first apply (its result is "created", later ones are not).
 	Applied     bool                    `json:"applied,omitempty"`
 	LastListing *ListRunnersResultBrief `json:"lastListing,omitempty"`
@@ -154,7 +160,9 @@ type PoolState struct {
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
 type PoolRunner struct {
-	Name         string      `json:"name"`
+	Name string `json:"name"`
+	// Cluster is the named cluster the runner was placed on; empty is the default cluster.
+	Cluster      string      `json:"cluster,omitempty"`
 	Seq          int64       `json:"seq"`
 	TemplateHash string      `json:"templateHash"`
 	State        RunnerState `json:"state"`
@@ -297,6 +305,8 @@ type PoolStatus struct {
 	WarmWanted int                `json:"warmWanted,omitempty"`
 	// Blocked sums up the runners whose pods wait for room (a full ResourceQuota), by reason.
 	Blocked []PoolBlock `json:"blocked,omitempty"`
+	// Clusters counts the runners per cluster for a pool placed on clusters.
+	Clusters []ClusterRunners `json:"clusters,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

@@ -33,6 +33,7 @@ const maxLabelLength = 256
 // meets the rule at its next apply.
 func (s PoolSpec) ValidateNew(path *field.Path) field.ErrorList {
 	errs := s.Validate(path)
+	errs = append(errs, s.validateClusters(path)...)
 	if s.Repository != "" && s.RunnerGroup != "" {
 		errs = append(errs, field.Invalid(path.Child("runnerGroup"), s.RunnerGroup,
 			"runner groups exist only for organizations and enterprises; remove runnerGroup from a repository-scoped pool"))

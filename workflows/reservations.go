@@ -20,6 +20,15 @@ type ReservationParams struct {
 	// time (WorkflowJobEvent.At, never later than Now) instead of from Now. False keeps the
 	// old rule (histories recorded before it).
 	EventTimes bool
+	// ServingRunners, with WaitForRunners, is how many of the pool's runners are online (idle,
+	// or busy with one of the pool's own jobs) to serve its reservations.
+	ServingRunners int
+	// WaitForRunners renews, instead of dropping, a reservation that expires beyond the
+	// first ServingRunners in job-id order: no runner of the pool was online to take its job
+	// (its runner is still registering, say through an API-server outage), so the job is
+	// most likely still queued at GitHub, and dropping it would take away the runner it
+	// waits for. False keeps the old rule (histories recorded before it).
+	WaitForRunners bool
 	// Pool is the pool whose book this is. When set, an in_progress event naming a runner that
 	// is not one of this pool's ends the job's reservation here: another pool's runner (or a
 	// runner runnerflow does not run) took the job, so no runner of this pool will. Empty keeps
@@ -64,7 +73,9 @@ func (s ReservationState) Holds(job int64, now time.Time) bool {
 //     reservation until it completes or the runner that runs it leaves it (the pool ends it
 //     then, from the runner's report); in_progress on any other runner ends the reservation
 //     (with Pool set), because the job is served elsewhere;
-//   - reservations whose expiry is at or before Now are dropped;
+//   - reservations whose expiry is at or before Now are dropped, except, with WaitForRunners,
+//     those beyond the first ServingRunners in job-id order: they restart their clock from
+//     Now with their own duration, as they wait for a runner to come online;
 //   - reservations beyond MaxReplicas, in job-id order (GitHub's job ids grow with queue time,
 //     so the oldest jobs are the ones being served), restart their expiry clock from Now with
 //     their own original duration, as ARC does for a backlog beyond maxReplicas.
@@ -89,7 +100,7 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 		}
 		switch ev.Action {
 		case JobQueued:
-			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration) {
+			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration, ev.Repository) {
 				res.Added++
 			}
 		case JobCompleted:
@@ -102,6 +113,7 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 			}
 		}
 	}
+	res.Renewed = book.renewWaiting(p)
 	res.Expired = book.dropExpired(p.Now)
 	book.rebaseBeyond(p)
 	out := book.state()
@@ -172,14 +184,14 @@ func maxTime(a, b time.Time) time.Time {
 
 // reserve adds a reservation for the job, expiring at expires with duration d (kept for a
 // restarted clock), unless it already holds one or has completed.
-func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration) bool {
+func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration, repo string) bool {
 	if _, ok := b.reservations[job]; ok {
 		return false
 	}
 	if _, ok := b.released[job]; ok {
 		return false
 	}
-	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d}
+	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d, Repository: repo}
 	return true
 }
 
@@ -204,6 +216,41 @@ func (b *reservationBook) dropExpired(now time.Time) int {
 		}
 	}
 	return n
+}
+
+// renewWaiting restarts the expiry clock of the expired reservations beyond the first
+// ServingRunners in job-id order (with WaitForRunners) and returns how many.
+func (b *reservationBook) renewWaiting(p ReservationParams) int {
+	if !p.WaitForRunners || len(b.reservations) <= p.ServingRunners {
+		return 0
+	}
+	n := 0
+	jobs := sortedKeys64(b.reservations)
+	for _, job := range jobs[max(p.ServingRunners, 0):] {
+		r := b.reservations[job]
+		if r.ExpiresAt.After(p.Now) {
+			continue
+		}
+		if r.Duration <= 0 {
+			r.Duration = p.Duration // a record without its duration: give it the pool's
+		}
+		r.ExpiresAt = p.Now.Add(r.Duration)
+		b.reservations[job] = r
+		n++
+	}
+	return n
+}
+
+// WaitsForRunner reports whether an expired reservation lies beyond the first serving
+// reservations in job-id order: the only case where ReservationParams.WaitForRunners
+// changes what a batch does.
+func (s ReservationState) WaitsForRunner(now time.Time, serving int) bool {
+	for i, r := range s.Reservations { // sorted by job id
+		if i >= serving && !r.ExpiresAt.After(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // rebaseBeyond restarts the expiry clock of the reservations beyond MaxReplicas in job-id

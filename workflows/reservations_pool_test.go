@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -38,3 +39,34 @@ func TestPoolCountsReservationsFromTheirEventsOwnTimes(t *testing.T) {
 // near is true when a and b are within a second (the harness delivers each message on an
 // instant of its own, microseconds after the one it was scheduled for).
 func near(a, b time.Time) bool { return a.Sub(b).Abs() < time.Second }
+
+// A reservation whose runner is still registering when its time is up (the API server was
+// down, say) waits for it: the job is still queued at GitHub, and dropping the reservation
+// would drain the one runner it waits for. Once the runner is online the clock runs again,
+// so a job whose completion never arrives still gives its capacity back.
+func TestPoolReservationsWaitForTheirRunnersToComeOnline(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			d := spec.ReservationDurationOrDefault()
+			first, second := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 2)
+			h.silence(first)
+			h.silence(second)
+			h.at(time.Minute, func() { h.signal(SignalReservations, reserve(JobQueued, 11, 12)) })
+			h.check(time.Minute+d+time.Minute, "both reservations renewed while their runners register", func(st PoolStatus) bool {
+				return st.Reservations == 2 && st.Desired == 2 && len(st.Runners) == 2 &&
+					countState(st, RunnerPending, st.TemplateHash) == 2
+			})
+			h.at(15*time.Minute, func() { h.report(first, RunnerIdle, "") })
+			h.check(time.Minute+2*d+time.Minute, "one runner online: one reservation ran out, the other still waits", func(st PoolStatus) bool {
+				return st.Reservations == 1 && len(st.Reserved) == 1 && st.Reserved[0].JobID == 12
+			})
+			end := h.run(spec, time.Minute+2*d+2*time.Minute)
+			if end.Totals.Started != 2 || end.Totals.Failed != 0 {
+				t.Errorf("totals %+v, want the 2 runners started and none failed", end.Totals)
+			}
+		})
+	}
+}

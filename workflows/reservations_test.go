@@ -32,6 +32,7 @@ func TestApplyReservationBatch(t *testing.T) {
 	withMax := func(max int) ReservationParams { q := p; q.MaxReplicas = max; return q }
 	withPool := func(pool string) ReservationParams { q := p; q.Pool = pool; return q }
 	eventTimes := func(max int) ReservationParams { q := p; q.EventTimes = true; q.MaxReplicas = max; return q }
+	serving := func(n int) ReservationParams { q := p; q.WaitForRunners = true; q.ServingRunners = n; return q }
 	forget := t0.Add(ReleasedJobMemory)
 
 	tests := []struct {
@@ -176,6 +177,34 @@ func TestApplyReservationBatch(t *testing.T) {
 		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(time.Minute), time.Minute)}},
 		result: ReservationBatchResult{Active: 1},
 	}, {
+		name:   "waiting for runners: expired reservations beyond the serving runners restart their clocks",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0.Add(-time.Second), d), res(3, t0, 3*time.Minute), res(4, t0, 0)}},
+		batch:  batchOf(),
+		params: serving(1),
+		want:   ReservationState{Reservations: []Reservation{res(2, t0.Add(d), d), res(3, t0.Add(3*time.Minute), 3*time.Minute), res(4, t0.Add(d), d)}},
+		result: ReservationBatchResult{Expired: 1, Renewed: 3, Active: 3},
+	}, {
+		name:   "waiting for runners: reservations not yet expired keep their clocks",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0.Add(time.Minute), d), res(2, t0.Add(time.Minute), d)}},
+		batch:  batchOf(),
+		params: serving(0),
+		want:   ReservationState{Reservations: []Reservation{res(1, t0.Add(time.Minute), d), res(2, t0.Add(time.Minute), d)}},
+		result: ReservationBatchResult{Active: 2},
+	}, {
+		name:   "waiting for runners: with a runner online for each, expired ones are dropped",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0, d)}},
+		batch:  batchOf(),
+		params: serving(2),
+		want:   ReservationState{},
+		result: ReservationBatchResult{Expired: 2},
+	}, {
+		name:   "without the rule, a reservation no runner served still expires",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0, d)}},
+		batch:  batchOf(),
+		params: p,
+		want:   ReservationState{},
+		result: ReservationBatchResult{Expired: 1},
+	}, {
 		name:   "expired reservations are dropped before the backlog is counted",
 		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0.Add(time.Minute), d), res(3, t0.Add(time.Minute), d)}},
 		batch:  batchOf(),
@@ -300,6 +329,25 @@ func TestReservationStateActive(t *testing.T) {
 	}{{t0.Add(-time.Second), 3}, {t0, 2}, {t0.Add(time.Millisecond), 1}, {t0.Add(time.Hour), 0}} {
 		if got := s.Active(tt.now); got != tt.want {
 			t.Errorf("Active(%v) = %d, want %d", tt.now, got, tt.want)
+		}
+	}
+}
+
+func TestReservationStateWaitsForRunner(t *testing.T) {
+	s := ReservationState{Reservations: []Reservation{res(1, t0, time.Minute), res(2, t0.Add(time.Hour), time.Minute), res(3, t0, time.Minute)}}
+	for _, tt := range []struct {
+		name    string
+		now     time.Time
+		serving int
+		want    bool
+	}{
+		{"nothing expired", t0.Add(-time.Second), 0, false},
+		{"an expired one beyond the serving runners", t0, 2, true},
+		{"every expired one within the serving runners", t0, 3, false},
+		{"no runner online", t0, 0, true},
+	} {
+		if got := s.WaitsForRunner(tt.now, tt.serving); got != tt.want {
+			t.Errorf("%s: WaitsForRunner(%v, %d) = %v, want %v", tt.name, tt.now, tt.serving, got, tt.want)
 		}
 	}
 }

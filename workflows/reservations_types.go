@@ -39,6 +39,10 @@ type Reservation struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 	// Duration is the reservation's original length, kept when its expiry clock is restarted.
 	Duration time.Duration `json:"duration"`
+	// Repository is the job's "owner/repo", from its queued event: where the pool can read the
+	// job at GitHub when its events may have been lost (pool_jobcheck.go). Empty in
+	// reservations made before the field.
+	Repository string `json:"repository,omitempty"`
 }
 
 // ReleasedJob remembers a job whose completion was seen, so a queued event that arrives after it
@@ -68,5 +72,8 @@ type ReservationBatchResult struct {
 	Added    int `json:"added"`
 	Released int `json:"released"`
 	Expired  int `json:"expired"`
-	Active   int `json:"active"`
+	// Renewed counts expired reservations kept because no runner was online for them
+	// (ReservationParams.WaitForRunners).
+	Renewed int `json:"renewed,omitempty"`
+	Active  int `json:"active"`
 }

@@ -53,6 +53,10 @@ import (
 // forceRemove only once one arrived, and no history written before it has one; without it the
 // runner issues the commands it always did.
 //
+// Not a change id: a runner placed on a named cluster (RunnerInput.Cluster) runs its Kubernetes
+// activities and registration on that cluster's task queues (ForCluster); inputs written before
+// that field name none and run on today's queues.
+//
 // Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
 // registration; inputs written before that field have none and run as they always did.
 //
@@ -222,14 +226,14 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 	r.setState(ctx, RunnerRegistering, "")
 	spec := r.in.Spec
 	podIn := CreateRunnerPodInput{
-		Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+		Cluster: r.in.Cluster, Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
 		Template: spec.Template, TemplateHash: spec.TemplateHash, Mode: r.mode, SlotVolumes: r.in.SlotVolumes,
 		Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Ephemeral: spec.Ephemeral, WorkFolder: spec.WorkFolder,
 	}
 	var pod *CreateRunnerPodOutput
 	if !warm {
 		regIn := RegisterRunnerInput{
-			Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
+			Cluster: r.in.Cluster, Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
 			Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode,
 			WorkFolder: spec.WorkFolder,
 		}
@@ -263,7 +267,7 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		return nil // the pod was created owned by its Secret
 	}
 	if _, err := setSecretOwner(ctx, SetSecretOwnerInput{
-		Namespace: spec.Namespace, SecretName: reg.SecretName, PodName: r.in.Name, PodUID: pod.UID,
+		Cluster: r.in.Cluster, Namespace: spec.Namespace, SecretName: reg.SecretName, PodName: r.in.Name, PodUID: pod.UID,
 	}); err != nil {
 		return fmt.Errorf("set runner secret owner: %w", err)
 	}
@@ -326,7 +330,7 @@ func (r *runner) cleanup(ctx workflow.Context, end ending) error {
 		r.podUID = ""
 	}
 	if r.reg.SecretName != "" {
-		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
+		if _, err := deleteRunnerSecret(ctx, r.secretRef()); err != nil {
 			return fmt.Errorf("delete runner secret: %w", err)
 		}
 		r.reg.SecretName, r.reg.SecretUID = "", ""
@@ -510,7 +514,7 @@ func (r *runner) setupHandlers(ctx workflow.Context) error {
 
 func (r *runner) status() RunnerStatus {
 	return RunnerStatus{
-		Pool: r.in.Pool, Name: r.in.Name, State: r.state, TemplateHash: r.in.Spec.TemplateHash,
+		Pool: r.in.Pool, Name: r.in.Name, Cluster: r.in.Cluster, State: r.state, TemplateHash: r.in.Spec.TemplateHash,
 		Slot: r.in.Slot, RunnerID: r.reg.RunnerID, Attempt: r.attempt, PodPhase: r.obs.PodPhase,
 		Online: r.obs.Online, Busy: r.obs.Busy, JobID: r.obs.JobID, JobsRun: r.obs.JobsRun,
 		Draining: r.obs.Drain != nil || r.obs.Force != nil, Reason: r.reason,
@@ -529,8 +533,12 @@ func (r *runner) runnerRef() RunnerRef {
 	return RunnerRef{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID, Name: r.in.Name}
 }
 
+func (r *runner) secretRef() SecretRef {
+	return SecretRef{Cluster: r.in.Cluster, Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}
+}
+
 func (r *runner) podRef() PodRef {
-	return PodRef{Namespace: r.in.Spec.Namespace, Name: r.in.Name, UID: r.podUID}
+	return PodRef{Cluster: r.in.Cluster, Namespace: r.in.Spec.Namespace, Name: r.in.Name, UID: r.podUID}
 }
 
 // mode is the registration mode, defaulted: JIT for ephemeral runners, a registration token

@@ -37,7 +37,9 @@ const (
 
 // RegisterRunnerInput asks for one runner's registration.
 type RegisterRunnerInput struct {
-	Pool string `json:"pool"`
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster string `json:"cluster,omitempty"`
+	Pool    string `json:"pool"`
 	// Name is the runner name at GitHub and the Secret's name.
 	Name string `json:"name"`
 	// WorkflowID is the owner written on the Secret; a Secret of the same name with another
@@ -99,6 +101,8 @@ type RemoveRunnerOutput struct {
 
 // CreateRunnerPodInput describes the pod of one runner.
 type CreateRunnerPodInput struct {
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster    string `json:"cluster,omitempty"`
 	Pool       string `json:"pool"`
 	Name       string `json:"name"`
 	WorkflowID string `json:"workflowId"`
@@ -132,6 +136,8 @@ type CreateRunnerPodOutput struct {
 
 // SetSecretOwnerInput makes a pod the owner of a runner's Secret.
 type SetSecretOwnerInput struct {
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster    string `json:"cluster,omitempty"`
 	Namespace  string `json:"namespace"`
 	SecretName string `json:"secretName"`
 	PodName    string `json:"podName"`
@@ -141,6 +147,8 @@ type SetSecretOwnerInput struct {
 // PodRef names one runner pod. UID, when set, pins the pod: a different pod that took the name
 // is not ours (reads report it gone, deletes leave it alone).
 type PodRef struct {
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster   string `json:"cluster,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"`
@@ -157,6 +165,8 @@ type GetRunnerPodOutput struct {
 
 // SecretRef names one runner Secret.
 type SecretRef struct {
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster   string `json:"cluster,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 }
@@ -174,7 +184,7 @@ func runActivity[I, O any](ctx workflow.Context, policy workflow.ActivityOptions
 }
 
 func registerRunner(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
-	return runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, GitHubActivityPolicy, ActivityRegisterRunner, in)
+	return runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, ForCluster(GitHubActivityPolicy, in.Cluster), ActivityRegisterRunner, in)
 }
 
 func getRunner(ctx workflow.Context, in RunnerRef) (GetRunnerOutput, error) {
@@ -198,21 +208,21 @@ func removeForcedRunner(ctx workflow.Context, in RunnerRef) (RemoveRunnerOutput,
 }
 
 func createRunnerPod(ctx workflow.Context, in CreateRunnerPodInput) (CreateRunnerPodOutput, error) {
-	return runActivity[CreateRunnerPodInput, CreateRunnerPodOutput](ctx, KubernetesActivityPolicy, ActivityCreateRunnerPod, in)
+	return runActivity[CreateRunnerPodInput, CreateRunnerPodOutput](ctx, ForCluster(KubernetesActivityPolicy, in.Cluster), ActivityCreateRunnerPod, in)
 }
 
 func setSecretOwner(ctx workflow.Context, in SetSecretOwnerInput) (Nothing, error) {
-	return runActivity[SetSecretOwnerInput, Nothing](ctx, KubernetesActivityPolicy, ActivitySetSecretOwner, in)
+	return runActivity[SetSecretOwnerInput, Nothing](ctx, ForCluster(KubernetesActivityPolicy, in.Cluster), ActivitySetSecretOwner, in)
 }
 
 func getRunnerPod(ctx workflow.Context, in PodRef) (GetRunnerPodOutput, error) {
-	return runActivity[PodRef, GetRunnerPodOutput](ctx, PodCheckPolicy, ActivityGetRunnerPod, in)
+	return runActivity[PodRef, GetRunnerPodOutput](ctx, ForCluster(PodCheckPolicy, in.Cluster), ActivityGetRunnerPod, in)
 }
 
 func deleteRunnerPod(ctx workflow.Context, in PodRef) (Nothing, error) {
-	return runActivity[PodRef, Nothing](ctx, KubernetesActivityPolicy, ActivityDeleteRunnerPod, in)
+	return runActivity[PodRef, Nothing](ctx, ForCluster(KubernetesActivityPolicy, in.Cluster), ActivityDeleteRunnerPod, in)
 }
 
 func deleteRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
-	return runActivity[SecretRef, Nothing](ctx, KubernetesActivityPolicy, ActivityDeleteRunnerSecret, in)
+	return runActivity[SecretRef, Nothing](ctx, ForCluster(KubernetesActivityPolicy, in.Cluster), ActivityDeleteRunnerSecret, in)
 }

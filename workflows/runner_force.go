@@ -54,7 +54,7 @@ func (r *runner) forceCleanup(ctx workflow.Context) error {
 	}
 	r.registered = false
 	if r.reg.SecretName != "" {
-		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}); err != nil {
+		if _, err := deleteRunnerSecret(ctx, r.secretRef()); err != nil {
 			return fmt.Errorf("delete runner secret: %w", err)
 		}
 		r.reg.SecretName, r.reg.SecretUID = "", ""

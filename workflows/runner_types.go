@@ -4,8 +4,10 @@ import "time"
 
 // RunnerStatus is what a runner workflow answers to QueryStatus.
 type RunnerStatus struct {
-	Pool         string      `json:"pool"`
-	Name         string      `json:"name"`
+	Pool string `json:"pool"`
+	Name string `json:"name"`
+	// Cluster is the named cluster the runner lives in; empty is the default cluster.
+	Cluster      string      `json:"cluster,omitempty"`
 	State        RunnerState `json:"state"`
 	TemplateHash string      `json:"templateHash"`
 	Slot         int         `json:"slot,omitempty"`

@@ -104,6 +104,10 @@ type SlotVolume struct {
 // RunnerInput starts one runner workflow.
 type RunnerInput struct {
 	Pool string `json:"pool"`
+	// Cluster is the named cluster the pool placed the runner on, fixed for its life: its
+	// Kubernetes activities and its registration run on that cluster's task queues. Empty is
+	// the default cluster (inputs written before clusters have none and run as they always did).
+	Cluster string `json:"cluster,omitempty"`
 	// Name is the runner's one name (pod, secret, GitHub runner), from RunnerName.
 	Name string `json:"name"`
 	// Slot is the stateful slot the runner fills (0-based); meaningful only with SlotVolumes.

@@ -63,6 +63,10 @@ type system struct {
 
 	intake     *webhook.Handler
 	stopWorker func()
+	// deliveriesMayFail: the test breaks the intake's way to Temporal for a while, so GitHub's
+	// deliveries in that time fail (GitHub does not send them again by itself); checkClean
+	// then does not ask every delivery to be acknowledged, only every job to be run.
+	deliveriesMayFail bool
 }
 
 func newSystem(t *testing.T, pool string) *system {
@@ -260,7 +264,7 @@ func (s *system) checkClean(jobs []int64, started, failed int) {
 		acked[d.ID] = acked[d.ID] || (d.StatusCode >= 200 && d.StatusCode <= 299)
 	}
 	for _, d := range deliveries {
-		if slices.Contains(jobs, d.JobID) && !acked[d.ID] {
+		if !s.deliveriesMayFail && slices.Contains(jobs, d.JobID) && !acked[d.ID] {
 			s.t.Errorf("delivery %s (%s, job %d) answered %d %s", d.ID, d.Action, d.JobID, d.StatusCode, d.Error)
 		}
 	}

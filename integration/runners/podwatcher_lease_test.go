@@ -136,7 +136,7 @@ func (r *replica) leads(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() == "runnerflow_pod_watcher_leader" {
+		if f.GetName() == "runnerflow_pod_watcher_leader" { // the default cluster's only
 			return len(f.GetMetric()) == 1 && f.GetMetric()[0].GetGauge().GetValue() == 1
 		}
 	}

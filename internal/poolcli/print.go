@@ -55,6 +55,9 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 	fmt.Fprintf(w, "  bounds      min %d, max %d, minIdle %d%s\n", st.Bounds.Min, st.Bounds.Max, st.Bounds.MinIdle, boundsSource(st))
 	fmt.Fprintf(w, "  desired     %d (%s)\n", st.Desired, st.Why)
 	fmt.Fprintf(w, "  runners     %d: %s; outdated %d\n", len(st.Runners), stateSummary(st.RunnersByState), st.Outdated)
+	if s := clusterSummary(st.Clusters); s != "" {
+		fmt.Fprintf(w, "  clusters    %s (new runners go to the first that answers)\n", s)
+	}
 	fmt.Fprintf(w, "  reserved    %d queued job(s)\n", st.Reservations)
 	if st.WarmWanted > 0 || len(st.Warm) > 0 {
 		fmt.Fprintf(w, "  warm        %d registration(s) minted ahead, %d ready, %d wanted\n", len(st.Warm), st.WarmReady, st.WarmWanted)
@@ -78,6 +81,9 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 			}
 			if r.Stateful {
 				note = strings.TrimSpace(fmt.Sprintf("slot %d %s", r.Slot, note))
+			}
+			if r.Cluster != "" {
+				note = strings.TrimSpace("on " + r.Cluster + " " + note)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.State, r.TemplateHash, r.Since.UTC().Format(time.RFC3339), note)
 		}

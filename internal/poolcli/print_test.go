@@ -60,3 +60,25 @@ func TestBlockedSummary(t *testing.T) {
 		t.Errorf("15 runners waiting for quota = %q", got)
 	}
 }
+
+// A pool placed on clusters shows its runners per cluster and each runner's cluster; a pool
+// that names none shows neither.
+func TestPrintStatusShowsRunnersPerCluster(t *testing.T) {
+	st := workflows.PoolStatus{
+		Name:     "gpu",
+		Clusters: []workflows.ClusterRunners{{Cluster: "east", Runners: 1}, {Cluster: "west", Runners: 0}},
+		Runners:  []workflows.PoolRunner{{Name: "gpu-ab12-1", Cluster: "east", State: workflows.RunnerIdle}},
+	}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	for _, want := range []string{"clusters    east 1, west 0", "on east"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printStatus(&out, workflows.PoolStatus{Name: "plain", Runners: []workflows.PoolRunner{{Name: "plain-ab12-1"}}})
+	if strings.Contains(out.String(), "clusters") || strings.Contains(out.String(), " on ") {
+		t.Errorf("a pool without clusters shows them:\n%s", out.String())
+	}
+}

@@ -46,6 +46,16 @@ func TestParseValidPoolAppliesDefaults(t *testing.T) {
 	}
 }
 
+func TestParseClusters(t *testing.T) {
+	pools, err := Parse([]byte(validPool + "clusters: [east, west]\n"))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got := pools[0].Clusters; len(got) != 2 || got[0] != "east" || got[1] != "west" {
+		t.Errorf("clusters %v, want [east west] in order", got)
+	}
+}
+
 func TestParseSeveralPoolsInStreamAndList(t *testing.T) {
 	second := strings.Replace(validPool, "linux-small", "linux-large", 1)
 	file := validPool + "\n---\npools:\n" + indentList(second) + "\n---\n# trailing empty document\n"
@@ -108,6 +118,10 @@ func TestParseRejectsWithFieldPath(t *testing.T) {
 		{"wrong type", replace(validPool, "minReplicas: 1", "minReplicas: one"), `pools[0].minReplicas: Invalid value: "one": must be an integer, not a string`},
 		{"bad duration", validPool + "scaleDownDelay: soon\n", `pools[0].scaleDownDelay: Invalid value: "soon": time: invalid duration "soon"`},
 		{"negative duration", validPool + "reservationDuration: -1m\n", "pools[0].reservationDuration: Invalid value: \"-1m0s\": must be > 0"},
+		{"bad cluster name", validPool + "clusters: [east, West_1]\n", `pools[0].clusters[1]: Invalid value: "West_1"`},
+		{"cluster twice", validPool + "clusters: [east, west, east]\n", `pools[0].clusters[2]: Duplicate value: "east"`},
+		{"cluster not a list", validPool + "clusters: east\n", "pools[0].clusters: Invalid value"},
+		{"warm registrations on clusters", validPool + "clusters: [east]\nwarmRegistrations: 2\n", "pools[0].warmRegistrations: Forbidden: a pool placed on clusters keeps no warm registrations"},
 		{"zero timeout", validPool + "registrationTimeout: 0s\n", "pools[0].registrationTimeout: Invalid value: \"0s\": must be > 0"},
 		{"bad quantity", replace(validPool, "      image: ghcr.io/actions/actions-runner:2.320.0", "      image: x\n      resources: {limits: {cpu: lots}}"), "pools[0].template.spec.containers[0].resources.limits[cpu]: Invalid value"},
 		{"no runner container", replace(validPool, "name: runner", "name: worker"), `pools[0].template.spec.containers: Required value: a container named "runner" is required`},

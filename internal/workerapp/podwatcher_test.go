@@ -29,7 +29,7 @@ current-context: x
 		{"the kubeconfig context's", Config{KubeconfigPath: kubeconfig}, "ci-runners"},
 		{"default when nothing says", Config{}, "default"},
 	} {
-		if got := podWatcherLeaseNamespace(tc.cfg); got != tc.want {
+		if got := podWatcherLeaseNamespace(tc.cfg, tc.cfg.KubeconfigPath); got != tc.want {
 			t.Errorf("%s: Lease namespace %q, want %q", tc.name, got, tc.want)
 		}
 	}

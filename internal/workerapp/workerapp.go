@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -41,9 +42,13 @@ type Config struct {
 	TemporalOptions client.Options
 
 	// Kube, when set, is the Kubernetes client configuration; otherwise KubeconfigPath is read,
-	// and without either the in-cluster configuration is used.
+	// and without either the in-cluster configuration is used. This is the default cluster,
+	// where pools that name no cluster run; with Clusters set and neither of these, the worker
+	// serves the named clusters only (servesDefaultCluster).
 	Kube           *rest.Config
 	KubeconfigPath string
+	// Clusters are the named clusters this worker serves (clusters.go).
+	Clusters []ClusterConfig
 	// KubeQPS and KubeBurst, when positive, set the Kubernetes client's rate limit; zero keeps
 	// the configuration's own, and where that is unset too (a kubeconfig or in-cluster
 	// configuration never sets it) the policy's DefaultKubernetesQPS / DefaultKubernetesBurst.
@@ -127,8 +132,10 @@ type App struct {
 	ownClient bool
 	deps      Deps
 	workers   []worker.Worker
-	watcher   *activities.ElectedPodWatcher
-	obs       observability
+	// watcher is the default cluster's pod watcher; nil when the worker does not serve it.
+	watcher  *activities.ElectedPodWatcher
+	clusters []clusterServer
+	obs      observability
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -142,9 +149,11 @@ func New(cfg Config) (_ *App, err error) {
 			a.close()
 		}
 	}()
-	kube, err := kubeClient(a.cfg, a.obs.activities)
-	if err != nil {
-		return nil, err
+	var kube kubernetes.Interface
+	if servesDefaultCluster(a.cfg) {
+		if kube, err = kubeClient(a.cfg, a.obs.activities); err != nil {
+			return nil, err
+		}
 	}
 	// The hour's budget is kept above the counting transport: a call refused at the reserve
 	// never reaches GitHub, so it is not counted as a request.
@@ -158,7 +167,12 @@ func New(cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	a.deps = Deps{Temporal: a.temporal, Kubernetes: kube, GitHub: gh, Logger: a.log}
-	if err := a.buildPodWatcher(); err != nil {
+	if kube != nil {
+		if err := a.buildPodWatcher(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.buildClusters(); err != nil {
 		return nil, err
 	}
 	if err := a.obs.listen(a.cfg, a.Ready); err != nil {
@@ -194,24 +208,27 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// kubeClient is the default cluster's client.
 func kubeClient(cfg Config, m *activities.Metrics) (kubernetes.Interface, error) {
-	restCfg := cfg.Kube
-	if restCfg == nil {
-		var err error
-		if cfg.KubeconfigPath != "" {
-			restCfg, err = clientcmd.BuildConfigFromFlags("", cfg.KubeconfigPath)
-		} else {
-			restCfg, err = rest.InClusterConfig()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kubernetes configuration: %w", err)
-		}
+	restCfg, err := restConfig(cfg.Kube, cfg.KubeconfigPath)
+	if err != nil {
+		return nil, err
 	}
-	restCfg = rest.CopyConfig(restCfg) // the caller's configuration is never modified
+	var wrap func(http.RoundTripper) http.RoundTripper
+	if m != nil {
+		wrap = m.KubernetesTransport
+	}
+	return newKubeClient(cfg, restCfg, wrap)
+}
+
+// newKubeClient makes a client from a cluster's own configuration (a copy), at the worker's
+// rate limit, its requests counted by wrap.
+func newKubeClient(cfg Config, restCfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper) (kubernetes.Interface, error) {
+	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = firstPositive(cfg.KubeQPS, restCfg.QPS, workflows.DefaultKubernetesQPS)
 	restCfg.Burst = int(firstPositive(float32(cfg.KubeBurst), float32(restCfg.Burst), workflows.DefaultKubernetesBurst))
-	if m != nil {
-		restCfg.Wrap(m.KubernetesTransport)
+	if wrap != nil {
+		restCfg.Wrap(wrap)
 	}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -249,8 +266,10 @@ func (a *App) buildWorkers() {
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
-	(&activities.KubernetesActivities{Client: a.deps.Kubernetes, Temporal: a.temporal}).Register(main)
-	(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
+	if a.deps.Kubernetes != nil { // the default cluster's Kubernetes activities
+		(&activities.KubernetesActivities{Client: a.deps.Kubernetes, Temporal: a.temporal}).Register(main)
+		(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
+	}
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
 		activity.RegisterOptions{Name: workflows.ActivityUpdatePoolReservations})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListPoolOwnership,
@@ -275,7 +294,7 @@ func (a *App) buildWorkers() {
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
 	}
-	a.workers = []worker.Worker{main, gh}
+	a.workers = append([]worker.Worker{main, gh}, a.clusterWorkers()...)
 }
 
 // deploymentOptions opt both workers into Worker Versioning when a build id is configured. A
@@ -334,8 +353,10 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	// One slot per goroutine that may fail, so none blocks on its send after Run stopped reading.
-	errc := make(chan error, 1+len(a.obs.listeners()))
-	wg.Go(func() { errc <- a.watcher.Run(ctx) })
+	errc := make(chan error, len(a.podWatchers())+len(a.obs.listeners()))
+	for _, w := range a.podWatchers() {
+		wg.Go(func() { errc <- w.Run(ctx) })
+	}
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	for _, l := range a.obs.listeners() {
@@ -345,7 +366,7 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		})
 	}
-	a.log.Info("Worker running", "taskQueues", []string{workflows.TaskQueue, workflows.GitHubTaskQueue},
+	a.log.Info("Worker running", "taskQueues", a.taskQueues(),
 		"deploymentName", a.cfg.Deployment.DeploymentName, "buildID", a.cfg.Deployment.BuildID,
 		"githubActivitiesPerSecond", workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 		"metricsAddr", a.MetricsAddr(), "pprofAddr", a.PprofAddr())
@@ -379,34 +400,44 @@ func (a *App) close() {
 // Lease gets a Kubernetes client of its own, with its own rate limiter: renewals never wait
 // behind a burst of pod writes.
 func (a *App) buildPodWatcher() error {
-	watcher, err := activities.NewPodWatcher(activities.PodWatcherConfig{
-		Client: a.deps.Kubernetes, Temporal: a.temporal, Namespace: a.cfg.WatchNamespace, Logger: a.log,
-	})
-	if err != nil {
-		return err
-	}
 	leaseClient, err := kubeClient(a.cfg, a.obs.activities)
 	if err != nil {
 		return err
 	}
-	a.watcher, err = activities.NewElectedPodWatcher(watcher, activities.PodWatcherLease{
-		Client: leaseClient, Namespace: podWatcherLeaseNamespace(a.cfg), Name: a.cfg.PodWatcherLeaseName,
-		Leader: a.obs.activities.PodWatcherLeader(),
-	})
+	a.watcher, err = a.electedPodWatcher(a.deps.Kubernetes, leaseClient, "", a.cfg.KubeconfigPath)
 	return err
+}
+
+// electedPodWatcher is one cluster's pod watcher ("" is the default cluster), elected by a
+// Lease of the configured name in that cluster.
+func (a *App) electedPodWatcher(kube, leaseClient kubernetes.Interface, cluster, kubeconfigPath string) (*activities.ElectedPodWatcher, error) {
+	log := a.log
+	if cluster != "" {
+		log = log.With("cluster", cluster)
+	}
+	watcher, err := activities.NewPodWatcher(activities.PodWatcherConfig{
+		Client: kube, Temporal: a.temporal, Namespace: a.cfg.WatchNamespace, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return activities.NewElectedPodWatcher(watcher, activities.PodWatcherLease{
+		Client: leaseClient, Namespace: podWatcherLeaseNamespace(a.cfg, kubeconfigPath), Name: a.cfg.PodWatcherLeaseName,
+		Leader: a.obs.activities.PodWatcherLeaderFor(cluster),
+	})
 }
 
 // podWatcherLeaseNamespace is where the Lease lives: as configured, else the watched namespace
 // (where the worker's namespaced Role is), else the Kubernetes configuration's namespace: the
 // kubeconfig context's, or in a cluster the worker's own; "default" when none says.
-func podWatcherLeaseNamespace(cfg Config) string {
+func podWatcherLeaseNamespace(cfg Config, kubeconfigPath string) string {
 	switch {
 	case cfg.PodWatcherLeaseNamespace != "":
 		return cfg.PodWatcherLeaseNamespace
 	case cfg.WatchNamespace != "":
 		return cfg.WatchNamespace
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.KubeconfigPath}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfigPath}
 	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
 	if err != nil || ns == "" {
 		return metav1.NamespaceDefault

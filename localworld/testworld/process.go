@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // process is a server started for the test world, with its output in a log file.
@@ -79,6 +80,22 @@ func (p *process) kill() error {
 	}
 	<-p.exited
 	return nil
+}
+
+// terminate asks the process group to end (SIGTERM) and kills it if it has not within grace.
+func (p *process) terminate(grace time.Duration) error {
+	if p.hasExited() {
+		return nil
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("terminate %s: %w", p.name, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+		return p.kill()
+	}
 }
 
 // tail returns at most the last n bytes of the file at path.

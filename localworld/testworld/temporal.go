@@ -36,8 +36,10 @@ type Temporal struct {
 	// CLIPath is the temporal CLI binary, for operator-command tests.
 	CLIPath string
 
-	dir  string
-	proc *process
+	dir      string
+	args     []string
+	proc     *process
+	restarts int
 }
 
 // StartTemporal starts `temporal server start-dev` on free 127.0.0.1 ports and waits until the
@@ -75,7 +77,10 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	// The dev server takes the value for every queue; one partition is ample for a test world.
 	args = append(args,
 		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueReadPartitions=%d", workflows.GitHubTaskQueuePartitions),
-		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueWritePartitions=%d", workflows.GitHubTaskQueuePartitions))
+		"--dynamic-config-value", fmt.Sprintf("matching.numTaskqueueWritePartitions=%d", workflows.GitHubTaskQueuePartitions),
+		// Eager activities, as docs/operations.md recommends: a runner's pod activity comes back
+		// with the workflow task that scheduled it.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true")
 	if opts.UI {
 		args = append(args, "--ui-port", strconv.Itoa(ports[3]))
 		t.UIAddress = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
@@ -100,8 +105,34 @@ func (t *Temporal) start(args []string) error {
 	if err != nil {
 		return err
 	}
-	t.proc = p
+	t.proc, t.args = p, args
 	return nil
+}
+
+// temporalStopGrace is how long Restart lets the server shut down on SIGTERM before killing it.
+const temporalStopGrace = 15 * time.Second
+
+// Restart stops the server as an operator's restart does (SIGTERM; SIGKILL if it has not ended
+// within temporalStopGrace), leaves it down for down (a deploy's or a host's restart), and
+// starts it again with the same ports, database file and settings, then waits until it answers. Histories, timers and queued tasks are in the database
+// file, so they survive, as on a server with a persistent store; clients and workers see the
+// frontend go away and come back at the same address.
+func (t *Temporal) Restart(ctx context.Context, down time.Duration) error {
+	if err := t.proc.terminate(temporalStopGrace); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	t.restarts++
+	p, err := startProcess(t.dir, fmt.Sprintf("temporal-restart-%d", t.restarts), t.CLIPath, t.args...)
+	if err != nil {
+		return err
+	}
+	t.proc = p
+	return t.waitHealthy(ctx)
 }
 
 // waitHealthy dials the frontend until it answers a health check, the process dies or ctx ends.
