@@ -147,6 +147,9 @@ type GitHubClient struct {
 	webBase string
 	// app: the credential is a GitHub App installation (named in enterprise refusals).
 	app bool
+	// appJWT authenticates as the App itself, for its own endpoints (its webhook's
+	// deliveries); nil with a token.
+	appJWT *github.Client
 
 	mu     sync.Mutex
 	groups map[string]cachedGroup
@@ -181,6 +184,7 @@ func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
 		timeout = 20 * time.Second
 	}
 	opts := []github.ClientOptionsFunc{github.WithURLs(&base, &base), github.WithTimeout(timeout), github.WithUserAgent("runnerflow")}
+	var appJWT *github.Client
 	app := cfg.AppID != 0 || cfg.InstallationID != 0 || len(cfg.PrivateKeyPEM) > 0 || cfg.PrivateKeyPath != ""
 	switch {
 	case cfg.Token != "" && app:
@@ -188,8 +192,15 @@ func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
 	case cfg.Token != "":
 		opts = append(opts, github.WithTransport(transport), github.WithAuthToken(cfg.Token))
 	case app:
-		itr, err := appTransport(cfg, transport, strings.TrimSuffix(base, "/"))
+		key, err := appKey(cfg)
 		if err != nil {
+			return nil, err
+		}
+		itr, err := appTransport(cfg, key, transport, strings.TrimSuffix(base, "/"))
+		if err != nil {
+			return nil, err
+		}
+		if appJWT, err = appJWTClient(cfg, key, transport, strings.TrimSuffix(base, "/"), opts); err != nil {
 			return nil, err
 		}
 		opts = append(opts, github.WithTransport(itr))
@@ -200,25 +211,12 @@ func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	return &GitHubClient{gh: gh, webBase: webBase(u), app: app, groups: map[string]cachedGroup{}}, nil
+	return &GitHubClient{gh: gh, appJWT: appJWT, webBase: webBase(u), app: app, groups: map[string]cachedGroup{}}, nil
 }
 
 // appTransport authenticates as a GitHub App installation (tokens are minted and refreshed by
 // ghinstallation against the same base URL, so GitHub Enterprise Server works too).
-func appTransport(cfg GitHubConfig, transport http.RoundTripper, apiBase string) (*ghinstallation.Transport, error) {
-	if cfg.AppID == 0 || cfg.InstallationID == 0 {
-		return nil, errors.New("github: a GitHub App needs both an app id and an installation id")
-	}
-	key := cfg.PrivateKeyPEM
-	if len(key) == 0 {
-		if cfg.PrivateKeyPath == "" {
-			return nil, errors.New("github: a GitHub App needs a private key (PEM or file path)")
-		}
-		var err error
-		if key, err = os.ReadFile(cfg.PrivateKeyPath); err != nil {
-			return nil, fmt.Errorf("github: read App private key: %w", err)
-		}
-	}
+func appTransport(cfg GitHubConfig, key []byte, transport http.RoundTripper, apiBase string) (*ghinstallation.Transport, error) {
 	itr, err := ghinstallation.New(transport, cfg.AppID, cfg.InstallationID, key)
 	if err != nil {
 		// ghinstallation's parse errors do not contain the key material.
@@ -226,6 +224,24 @@ func appTransport(cfg GitHubConfig, transport http.RoundTripper, apiBase string)
 	}
 	itr.BaseURL = apiBase
 	return itr, nil
+}
+
+// appKey checks the App's ids and reads its private key.
+func appKey(cfg GitHubConfig) ([]byte, error) {
+	if cfg.AppID == 0 || cfg.InstallationID == 0 {
+		return nil, errors.New("github: a GitHub App needs both an app id and an installation id")
+	}
+	if len(cfg.PrivateKeyPEM) > 0 {
+		return cfg.PrivateKeyPEM, nil
+	}
+	if cfg.PrivateKeyPath == "" {
+		return nil, errors.New("github: a GitHub App needs a private key (PEM or file path)")
+	}
+	key, err := os.ReadFile(cfg.PrivateKeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("github: read App private key: %w", err)
+	}
+	return key, nil
 }
 
 // webBase derives the web URL from the API URL: api.github.com → github.com, and GitHub

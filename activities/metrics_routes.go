@@ -27,6 +27,10 @@ var githubRoutes = func() *http.ServeMux {
 	add("GET /orgs/{org}/actions/runner-groups")
 	add("GET /enterprises/{enterprise}/actions/runner-groups")
 	add("POST /app/installations/{installation_id}/access_tokens")
+	for _, hook := range []string{"/app/hook", "/orgs/{org}/hooks/{hook_id}", "/repos/{owner}/{repo}/hooks/{hook_id}"} {
+		add("GET " + hook + "/deliveries")
+		add("POST " + hook + "/deliveries/{delivery_id}/attempts")
+	}
 	return mux
 }()
 

@@ -41,6 +41,7 @@ type options struct {
 	logLevel        string
 	reconcile       time.Duration
 	reconcileDryRun bool
+	reconcileHook   string
 }
 
 // defineFlags defines every flag of the worker on fs.
@@ -66,8 +67,9 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.deploymentName, "deployment-name", workerapp.DefaultDeploymentName, "Temporal Worker Deployment the --build-id belongs to")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "on SIGTERM, how long running activities get to finish (keep below the pod's termination grace period)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.DurationVar(&o.reconcile, "reconcile-interval", workflows.DefaultReconcileInterval, "how often the Temporal Schedule "+workflows.ReconcileScheduleID+" removes orphaned registrations, pods and Secrets; the worker creates or updates it at start-up (a paused one stays paused); 0 leaves the Schedule as it is")
-	fs.BoolVar(&o.reconcileDryRun, "reconcile-dry-run", false, "scheduled reconciles report what they would remove and remove nothing")
+	fs.DurationVar(&o.reconcile, "reconcile-interval", workflows.DefaultReconcileInterval, "how often the Temporal Schedule "+workflows.ReconcileScheduleID+" removes orphaned registrations, pods and Secrets and redelivers failed webhook deliveries; the worker creates or updates it at start-up (a paused one stays paused); 0 leaves the Schedule as it is")
+	fs.BoolVar(&o.reconcileDryRun, "reconcile-dry-run", false, "scheduled reconciles report what they would remove or redeliver and do neither")
+	fs.StringVar(&o.reconcileHook, "reconcile-hook", "", "the webhook whose failed workflow_job deliveries scheduled reconciles redeliver, each at most once: app (the GitHub App's webhook; the default with an App), org:<org>/<hook id>, repo:<owner>/<repo>/<hook id>, or none (the default with a token)")
 	return o
 }
 
@@ -110,16 +112,38 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	if o.reconcile < 0 {
 		return workerapp.Config{}, fmt.Errorf("--reconcile-interval must not be negative, got %s", o.reconcile)
 	}
-	if o.reconcile > 0 {
-		cfg.Reconcile = &workerapp.ReconcileConfig{Interval: o.reconcile, DryRun: o.reconcileDryRun}
-	}
 	cfg.GitHub.BaseURL = o.githubURL
-	if o.appID != 0 || o.installationID != 0 || o.appKeyFile != "" {
+	app := o.appID != 0 || o.installationID != 0 || o.appKeyFile != ""
+	if app {
 		cfg.GitHub.AppID, cfg.GitHub.InstallationID, cfg.GitHub.PrivateKeyPath = o.appID, o.installationID, o.appKeyFile
 	} else {
 		cfg.GitHub.Token = strings.TrimSpace(getenv("GITHUB_TOKEN"))
 	}
+	hook, err := o.redeliveryHook(app)
+	if err != nil {
+		return workerapp.Config{}, err
+	}
+	if o.reconcile > 0 {
+		cfg.Reconcile = &workerapp.ReconcileConfig{Interval: o.reconcile, DryRun: o.reconcileDryRun, Hook: hook}
+	}
 	return cfg, nil
+}
+
+// redeliveryHook is the hook --reconcile-hook names; unset, the App's own webhook when the
+// worker is a GitHub App (where GitHub sends the App's events), else none: a token's webhook
+// is an organization's or repository's, whose id only the operator knows.
+func (o *options) redeliveryHook(app bool) (workflows.HookRef, error) {
+	if o.reconcileHook == "" && app {
+		return workflows.HookRef{App: true}, nil
+	}
+	hook, err := workflows.ParseHookRef(o.reconcileHook)
+	if err != nil {
+		return workflows.HookRef{}, fmt.Errorf("--reconcile-hook: %w", err)
+	}
+	if hook.App && !app {
+		return workflows.HookRef{}, fmt.Errorf("--reconcile-hook=app needs a GitHub App (--github-app-id); with a token name an org:<org>/<hook id> or repo:<owner>/<repo>/<hook id> hook")
+	}
+	return hook, nil
 }
 
 func envOr(name, fallback string) string {

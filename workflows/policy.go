@@ -591,6 +591,51 @@ var ReconcileRemoveRegistrationPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ---- Reconcile: redelivering failed webhook deliveries ----
+
+const (
+	// ReconcileRedeliverWindow: a run looks at the hook's deliveries of the last hour: twelve
+	// runs at the default interval, so runs that failed meanwhile still catch an event; and no
+	// longer than a pool remembers a job whose reservation ended (ReleasedJobMemory), so a
+	// redelivered `queued` event of a finished job never reserves a runner.
+	ReconcileRedeliverWindow = ReleasedJobMemory
+	// ReconcileDeliveryPages bounds the listing of one run to 20 pages of 100 attempts (20 of
+	// the hour's requests); a busier hook is reported truncated and its oldest attempts wait.
+	ReconcileDeliveryPages = 20
+	// ReconcileDeliveryPageSize: GitHub's largest page, the fewest requests per window.
+	ReconcileDeliveryPageSize = 100
+	// ReconcileRedeliverMax: at most this many redeliveries a run (each a write, 5 points of
+	// the secondary limit: 200 are about a minute of it), so an outage's backlog does not crowd
+	// out the registrations its jobs then need; the rest go in the next run.
+	ReconcileRedeliverMax = 200
+)
+
+// ReconcileDeliveryListingPolicy: the hook's listing on the paced GitHub queue, one activity
+// for all its pages (two minutes for 20 pages); given up after a few minutes like a scope's
+// listing, and the next run lists again.
+var ReconcileDeliveryListingPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    2 * time.Minute,
+	ScheduleToCloseTimeout: 5 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
+// ReconcileRedeliverPolicy: one POST asking GitHub to redeliver, tried once: a retry after an
+// answer lost on the way could redeliver an event twice. A failed try is reported, not
+// remembered, and the next run redelivers the event only if GitHub's listing shows no
+// redelivery of it.
+var ReconcileRedeliverPolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Minute,
+	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
 // ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is
 // reported after five minutes and the next run tries again.
 var ReconcileDeletePolicy = workflow.ActivityOptions{

@@ -47,6 +47,8 @@ type reconcile struct {
 }
 
 func (r *reconcile) run() (ReconcileReport, error) {
+	r.redeliverIfConfigured()
+	r.report.Phase = ReconcileObserving
 	found, err := r.observe()
 	if err != nil {
 		return r.report, err
@@ -234,7 +236,7 @@ func (r *reconcile) discard(_ int, f workflow.Future) error { return f.Get(r.ctx
 
 // inBatches starts one activity per object, at most ReconcileBatch at a time (futures, no
 // goroutines), and returns each one's error in order; get waits for the i-th and decodes it.
-func inBatches(ctx workflow.Context, objs []ReconcileObject, start func(workflow.Context, ReconcileObject) workflow.Future,
+func inBatches[T any](ctx workflow.Context, objs []T, start func(workflow.Context, T) workflow.Future,
 	get func(int, workflow.Future) error) []error {
 	errs := make([]error, len(objs))
 	for from := 0; from < len(objs); from += ReconcileBatch {

@@ -31,6 +31,9 @@ type ReconcileInput struct {
 	// Grace: an object must be seen orphaned twice, this far apart, before it is removed (and a
 	// pod or Secret must be at least this old); zero means ReconcileGrace.
 	Grace time.Duration `json:"grace,omitempty"`
+	// Hook, when set, is the webhook whose failed deliveries the run redelivers, each at most
+	// once (reconcile_redeliver.go); zero redelivers nothing.
+	Hook HookRef `json:"hook,omitzero"`
 }
 
 // OrphanKind is what kind of object a reconcile looked at; the bounded `kind` label of
@@ -179,6 +182,8 @@ type ReconcileReport struct {
 	Failed []ReconcileObject `json:"failed,omitempty"`
 	// Errors are listings that failed; nothing they would have listed was considered.
 	Errors []string `json:"errors,omitempty"`
+	// Deliveries is the redelivery of the hook's failed webhook deliveries, when a hook is set.
+	Deliveries *DeliveryReport `json:"deliveries,omitempty"`
 }
 
 // ParseScope reads a scope written by Scope.String (the pool's RunnerPoolScope search

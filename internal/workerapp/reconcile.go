@@ -26,6 +26,9 @@ type ReconcileConfig struct {
 	DryRun bool
 	// Grace overrides workflows.ReconcileGrace (tests); zero keeps it.
 	Grace time.Duration
+	// Hook is the webhook whose failed deliveries every run redelivers, each at most once; zero
+	// redelivers nothing.
+	Hook workflows.HookRef
 }
 
 // reconcileScheduleTimeout bounds the start-up check: a worker whose Temporal is slow starts
@@ -34,7 +37,7 @@ const reconcileScheduleTimeout = 10 * time.Second
 
 // input is the input every scheduled run gets.
 func (r ReconcileConfig) input(watchNamespace string) workflows.ReconcileInput {
-	return workflows.ReconcileInput{DryRun: r.DryRun, Namespace: watchNamespace, Grace: r.Grace}
+	return workflows.ReconcileInput{DryRun: r.DryRun, Namespace: watchNamespace, Grace: r.Grace, Hook: r.Hook}
 }
 
 func (r ReconcileConfig) interval() time.Duration {
@@ -52,7 +55,7 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, cfg Reconcile
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID: workflows.ReconcileScheduleID, Spec: *want.Spec, Action: want.Action,
 		Overlap: want.Policy.Overlap, CatchupWindow: want.Policy.CatchupWindow,
-		Note: "runnerflow: removes what runner workflows left behind (docs/operations.md, Orphans)",
+		Note: "runnerflow: removes what runner workflows left behind and redelivers failed webhook deliveries (docs/operations.md, Orphans)",
 	})
 	if err == nil {
 		return "created", nil
@@ -129,5 +132,5 @@ func (a *App) ensureReconcileSchedule(ctx context.Context) {
 		return
 	}
 	a.log.Info("Reconcile schedule", "schedule", workflows.ReconcileScheduleID, "result", result,
-		"interval", a.cfg.Reconcile.interval(), "dryRun", a.cfg.Reconcile.DryRun)
+		"interval", a.cfg.Reconcile.interval(), "dryRun", a.cfg.Reconcile.DryRun, "hook", a.cfg.Reconcile.Hook.String())
 }

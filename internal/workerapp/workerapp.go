@@ -296,6 +296,9 @@ func (a *App) buildWorkers() {
 		DeploymentOptions:            a.deploymentOptions(),
 	})
 	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
+	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
+		(&activities.HookActivities{Hooks: hooks}).Register(gh)
+	}
 	a.workers = append([]worker.Worker{main, gh}, a.clusterWorkers()...)
 }
 

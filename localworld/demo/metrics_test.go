@@ -226,8 +226,10 @@ func checkDocumented(t *testing.T, sys *System) {
 	}
 	// Everything must have appeared but the series of what this run never meets: a failed
 	// Kubernetes request, an orphan for reconcile to remove (integration/pools counts those
-	// removals), and a pool placed on named clusters (integration/clusters reads that gauge).
-	neverMet := []string{"runnerflow_kubernetes_errors_total", "runnerflow_reconcile_removed_total", "runnerflow_pool_cluster_runners"}
+	// removals), a pool placed on named clusters (integration/clusters reads that gauge), and
+	// a failed webhook delivery to redeliver (integration/faults).
+	neverMet := []string{"runnerflow_kubernetes_errors_total", "runnerflow_reconcile_removed_total", "runnerflow_pool_cluster_runners",
+		"runnerflow_reconcile_redelivered_total"}
 	for name := range doc {
 		if _, ok := fams[name]; !ok && !slices.Contains(neverMet, name) {
 			t.Errorf("%s is documented but this run never produced it", name)

@@ -42,12 +42,12 @@ func servedOperations() []specOperation {
 			specOperation{"delete", p + "/actions/runners/{runner_id}"},
 		)
 	}
-	return append(ops,
+	return append(append(ops,
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/jobs/{job_id}"},
 		specOperation{"post", "/app/installations/{installation_id}/access_tokens"},
-	)
+	), hookDeliveryOperations()...)
 }
 
 // servedWebhooks are the x-webhooks entries whose payloads the double sends.

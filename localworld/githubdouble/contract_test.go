@@ -280,6 +280,7 @@ func TestContractRESTAgainstOpenAPI(t *testing.T) {
 	driveRepository(t, w, gh)
 	driveConditional(t, w, gh)
 	driveAuth(t, w, rec)
+	driveHookDeliveries(t, w, rec)
 
 	covered := map[string]bool{}
 	statuses := map[int]bool{}

@@ -1,6 +1,6 @@
 // Package githubdouble is an in-process stand-in for GitHub: the REST endpoints runnerflow calls
 // (runner registration and JIT configuration, runner listing and removal, workflow runs and jobs,
-// GitHub App installation tokens), GitHub's rate limits, workflow_job webhooks, and a small
+// GitHub App installation tokens, a hook's webhook deliveries and their redelivery), GitHub's rate limits, workflow_job webhooks, and a small
 // runner protocol that plays the actions runner's side (connect, acquire a job, complete it).
 //
 // It exists because GitHub cannot be reached from test machines, and because the behaviours
@@ -17,7 +17,8 @@
 //   - Webhooks are delivered asynchronously by Config.WebhookWorkers workers (1 keeps the order
 //     of events). HoldWebhooks parks deliveries until ReleaseWebhooks, which can release them in
 //     order, reversed or shuffled; Redeliver sends a delivery again under the same delivery id,
-//     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried.
+//     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried. The
+//     deliveries API (hookdeliveries.go) lists every attempt with an id and redelivers one.
 //   - GitHub's documented REST limits hold per credential: the primary budget (Config.RateLimit
 //     per Config.RateWindow, X-RateLimit-* on every answer, 403 with X-RateLimit-Remaining: 0
 //     once spent), the secondary points limit (Config.SecondaryPointsPerMinute over a rolling

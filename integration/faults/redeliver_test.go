@@ -1,0 +1,184 @@
+package faults
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+const (
+	// intakeOutage is how long the webhook intake is down: the issue's minute.
+	intakeOutage = time.Minute
+	// redeliverJobs is the burst queued while the intake is down.
+	redeliverJobs = 6
+	// doubleHookID is the id of the GitHub double's one webhook (X-GitHub-Hook-ID), which it
+	// also serves as each organization's hook.
+	doubleHookID = 1
+	// reconcileGrace keeps the reconcile runs' orphan look short.
+	reconcileGrace = 2 * time.Second
+)
+
+// TestIntakeDownRedeliveredBySchedule: the webhook intake is down for a minute while a burst of
+// jobs is queued, so GitHub's queued deliveries fail and no runner starts (GitHub never
+// redelivers by itself). The intake comes back; the reconcile Schedule's runs (triggered, as an
+// operator would, instead of waiting for the interval) list the organization hook's deliveries
+// and redeliver the failed ones: the first run one event only, since the hook's last answer was
+// a failure (the intake might still be down), the next the rest once that probe was answered.
+// Every job then runs once on its own runner, nothing is left behind, no event is redelivered
+// twice, and a last run finds nothing to redeliver.
+func TestIntakeDownRedeliveredBySchedule(t *testing.T) {
+	s := newSystem(t, "fa-redeliver")
+	front := startIntakeFront(t, s.intake.Routes())
+	world.GitHub.SetWebhookURL(front.url())
+	s.apply(workFor(2*time.Second), nil)
+	hook := workflows.HookRef{Organization: s.org, ID: doubleHookID}
+	cfg := workerapp.ReconcileConfig{Interval: time.Hour, Grace: reconcileGrace, Hook: hook}
+	ctx := context.Background()
+	if _, err := workerapp.EnsureReconcileSchedule(ctx, s.c, cfg, s.ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID).Delete(ctx) })
+
+	front.down()
+	downAt := time.Now()
+	jobs := s.queueJobs(redeliverJobs)
+	s.eventually("every queued delivery of the burst failed", func() bool {
+		failed := 0
+		for _, d := range world.GitHub.Deliveries() {
+			if d.Action == "queued" && d.Done && d.StatusCode == 0 && containsJob(jobs, d.JobID) {
+				failed++
+			}
+		}
+		return failed == len(jobs)
+	})
+	time.Sleep(time.Until(downAt.Add(intakeOutage))) // the rest of the outage
+	front.up()
+	if n := count(jobs, githubdouble.StatusQueued); n != len(jobs) {
+		t.Fatalf("%d of %d jobs queued after the outage; want all: no event reached runnerflow", n, len(jobs))
+	}
+
+	probe := s.triggerReconcile()
+	checkRedeliveries(t, "the first run", probe, redeliverJobs, 1, true)
+	s.waitForDeliveries()
+	rest := s.triggerReconcile()
+	checkRedeliveries(t, "the second run", rest, redeliverJobs-1, redeliverJobs-1, false)
+	s.checkAllClean(jobs)
+	s.waitForDeliveries()
+	last := s.triggerReconcile()
+	checkRedeliveries(t, "the last run", last, 0, 0, false)
+	if last.Deliveries != nil && len(last.Deliveries.Remembered) != redeliverJobs {
+		t.Errorf("the last run remembers %d redelivered events, want the %d of the burst", len(last.Deliveries.Remembered), redeliverJobs)
+	}
+	redelivered := map[string]int{}
+	for _, d := range world.GitHub.Deliveries() {
+		if d.Redelivery && containsJob(jobs, d.JobID) {
+			redelivered[d.ID]++
+		}
+	}
+	for guid, n := range redelivered {
+		if n > 1 {
+			t.Errorf("event %s redelivered %d times, want at most once", guid, n)
+		}
+	}
+	if len(redelivered) != redeliverJobs {
+		t.Errorf("%d events redelivered, want the %d failed queued events", len(redelivered), redeliverJobs)
+	}
+}
+
+// checkRedeliveries holds a run's report to the failed events it found, the redeliveries GitHub
+// accepted, and whether it only probed the hook.
+func checkRedeliveries(t *testing.T, run string, r workflows.ReconcileReport, failed, redelivered int, probe bool) {
+	t.Helper()
+	d := r.Deliveries
+	if d == nil {
+		t.Fatalf("%s reports no redelivery: %+v", run, r)
+	}
+	t.Logf("%s: %d attempts listed, %d failed events, %d redelivered, %d already, %d deferred, probe %t",
+		run, d.Listed, d.Failed, d.Redelivered, d.AlreadyRedelivered, d.Deferred, d.Probe)
+	if d.Error != "" || d.Failed != failed || d.Redelivered != redelivered || d.Probe != probe || len(d.Redeliveries) != redelivered {
+		t.Errorf("%s: %d failed events, %d redelivered, probe %t (error %q, redeliveries %+v); want %d, %d, %t",
+			run, d.Failed, d.Redelivered, d.Probe, d.Error, d.Redeliveries, failed, redelivered, probe)
+	}
+}
+
+// triggerReconcile runs the Schedule's action now (`temporal schedule trigger`) and waits for
+// the run's report.
+func (s *system) triggerReconcile() workflows.ReconcileReport {
+	s.t.Helper()
+	ctx := context.Background()
+	h := s.c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID)
+	before, err := h.Describe(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+	var id string
+	s.eventually("the triggered reconcile started", func() bool {
+		d, err := h.Describe(ctx)
+		if err != nil || len(d.Info.RecentActions) <= len(before.Info.RecentActions) {
+			return false
+		}
+		id = d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult.WorkflowID
+		return true
+	})
+	var report workflows.ReconcileReport
+	if err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &report); err != nil {
+		s.t.Fatal(err)
+	}
+	return report
+}
+
+// waitForDeliveries waits until the double has made every delivery it queued (the
+// redeliveries GitHub accepted included), so the next run lists their answers.
+func (s *system) waitForDeliveries() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+	defer cancel()
+	if err := world.GitHub.WaitForDeliveries(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// intakeFront serves the intake on an address of its own and can take it down: while down,
+// every request's connection is closed before any answer, as GitHub sees an intake whose pods
+// are gone (GitHub records no status code). The address stays the test's own throughout, so no
+// other process can take it during the outage.
+type intakeFront struct {
+	srv      *httptest.Server
+	stopping atomic.Bool
+}
+
+func startIntakeFront(t *testing.T, h http.Handler) *intakeFront {
+	t.Helper()
+	f := &intakeFront{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !f.stopping.Load() {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *intakeFront) url() string { return f.srv.URL + "/webhook" }
+
+// down makes every later request fail without an answer.
+func (f *intakeFront) down() { f.stopping.Store(true) }
+
+// up serves the intake again.
+func (f *intakeFront) up() { f.stopping.Store(false) }

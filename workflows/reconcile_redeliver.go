@@ -1,0 +1,83 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// Reconcile change ids (workflow.GetVersion), one line each:
+const (
+	// changeRedeliver: a run with a hook redelivers its failed deliveries before looking for orphans.
+	changeRedeliver = "reconcile-redeliver"
+)
+
+// MetricReconcileRedelivered counts the webhook deliveries reconcile redelivered (GitHub accepted
+// the redelivery); the Prometheus bridge exports it as runnerflow_reconcile_redelivered_total.
+const MetricReconcileRedelivered = "runnerflow_reconcile_redelivered"
+
+// ReconcileRedelivering is the phase of a run redelivering failed webhook deliveries.
+const ReconcileRedelivering ReconcilePhase = "redelivering"
+
+// redeliverIfConfigured runs the redelivery step when the input names a hook (and the run's
+// history was not written before the step existed).
+func (r *reconcile) redeliverIfConfigured() {
+	if r.in.Hook.IsZero() || workflow.GetVersion(r.ctx, changeRedeliver, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	r.report.Phase = ReconcileRedelivering
+	r.report.Deliveries = r.redeliver(previousRemembered(r.ctx))
+}
+
+// previousRemembered reads the guids the previous scheduled run remembered from its result,
+// which the Schedule hands to the next run (none for a run started by hand, or after a run that
+// failed: then GitHub's own redelivery flags are the record).
+func previousRemembered(ctx workflow.Context) []RememberedDelivery {
+	var prev ReconcileReport
+	if !workflow.HasLastCompletionResult(ctx) || workflow.GetLastCompletionResult(ctx, &prev) != nil || prev.Deliveries == nil {
+		return nil
+	}
+	return prev.Deliveries.Remembered
+}
+
+// redeliver lists the hook's deliveries in the window, plans and sends the redeliveries (one
+// POST each, at most ReconcileBatch at a time) and returns the report with the memory for the
+// next run. A dry run sends nothing and carries the memory as it was.
+func (r *reconcile) redeliver(prev []RememberedDelivery) *DeliveryReport {
+	since := workflow.Now(r.ctx).Add(-ReconcileRedeliverWindow)
+	rep := &DeliveryReport{Hook: r.in.Hook.String(), Since: since, Remembered: CarryRemembered(prev, nil, since)}
+	listed, err := runActivity[ListHookDeliveriesInput, ListHookDeliveriesResult](r.ctx, ReconcileDeliveryListingPolicy,
+		ActivityListHookDeliveries, ListHookDeliveriesInput{Hook: r.in.Hook, Since: since})
+	if err != nil {
+		rep.Error = "list deliveries of hook " + rep.Hook + ": " + err.Error()
+		return rep
+	}
+	rep.Listed, rep.Pages, rep.Truncated, rep.Failed = listed.Listed, listed.Pages, listed.Truncated, len(listed.Failed)
+	plan := PlanRedeliveries(RedeliveryPlanInput{Summary: listed.DeliverySummary, Remembered: rep.Remembered})
+	rep.AlreadyRedelivered, rep.Deferred, rep.Probe = plan.AlreadyRedelivered, plan.Deferred, plan.Probe
+	for _, f := range plan.Redeliver {
+		rep.Redeliveries = append(rep.Redeliveries, Redelivery{FailedEvent: f})
+	}
+	if r.in.DryRun || len(plan.Redeliver) == 0 {
+		return rep
+	}
+	errs := inBatches(r.ctx, plan.Redeliver, func(ctx workflow.Context, f FailedEvent) workflow.Future {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ReconcileRedeliverPolicy), ActivityRedeliverHookDelivery,
+			RedeliverHookDeliveryInput{Hook: r.in.Hook, DeliveryID: f.DeliveryID, GUID: f.GUID})
+	}, r.discard)
+	var added []RememberedDelivery
+	now := workflow.Now(r.ctx)
+	for i, err := range errs {
+		if err != nil {
+			// Not remembered: the next run sees in GitHub's listing whether GitHub made the
+			// attempt anyway (an answer lost on the way) and redelivers only if it did not.
+			rep.Redeliveries[i].Error = err.Error()
+			continue
+		}
+		rep.Redelivered++
+		added = append(added, RememberedDelivery{GUID: plan.Redeliver[i].GUID, At: now})
+		workflow.GetMetricsHandler(r.ctx).Counter(MetricReconcileRedelivered).Inc(1)
+	}
+	rep.Remembered = CarryRemembered(rep.Remembered, added, since)
+	r.logger.Info("Redelivered failed webhook deliveries", "hook", rep.Hook, "failed", rep.Failed,
+		"redelivered", rep.Redelivered, "alreadyRedelivered", rep.AlreadyRedelivered, "deferred", rep.Deferred)
+	return rep
+}
