@@ -56,6 +56,10 @@ func (s *Server) handleAPI(mux *http.ServeMux, pattern string, h http.HandlerFun
 			writeError(rec, http.StatusForbidden, "Resource not accessible by integration", docsRunners)
 			return
 		}
+		if d := s.slowAnswers(); d > 0 {
+			answerLate(rec, r, d, h)
+			return
+		}
 		h(rec, r)
 	})
 }

@@ -78,6 +78,8 @@ type Server struct {
 	st *state
 	// outage, when set, makes REST routes answer a server error (StartOutage).
 	outage *Outage
+	// slow, when positive, holds every REST answer back that long (SetSlowAnswers).
+	slow time.Duration
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
