@@ -161,8 +161,8 @@ type PullStatus struct {
 }
 
 // LabelsFit reports whether runners with poolLabels can run a job whose runs-on is jobLabels:
-// every job label except "self-hosted" is among the pool's, compared case-insensitively (as the
-// webhook intake routes jobs).
+// every job label except "self-hosted" is among the pool's, compared case-insensitively. The
+// webhook intake routes jobs by it and the pull counts them by it.
 func LabelsFit(poolLabels, jobLabels []string) bool {
 	for _, l := range jobLabels {
 		if strings.EqualFold(l, "self-hosted") {

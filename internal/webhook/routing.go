@@ -87,7 +87,7 @@ func Route(pools []Pool, job JobTarget) (Pool, bool) {
 	best, bestTier := Pool{}, noTier
 	for _, p := range pools {
 		tier := scopeTier(p, job)
-		if tier == noTier || !labelsFit(p.Labels, job.Labels) {
+		if tier == noTier || !workflows.LabelsFit(p.Labels, job.Labels) {
 			continue
 		}
 		if tier < bestTier || (tier == bestTier && p.Name < best.Name) {
@@ -124,19 +124,6 @@ func groupTier(group string, defaultTier, customTier int) int {
 		return defaultTier
 	}
 	return customTier
-}
-
-// labelsFit reports whether every job label except "self-hosted" is among the pool's labels.
-func labelsFit(poolLabels, jobLabels []string) bool {
-	for _, l := range jobLabels {
-		if strings.EqualFold(l, "self-hosted") {
-			continue
-		}
-		if !slices.ContainsFunc(poolLabels, func(p string) bool { return strings.EqualFold(p, l) }) {
-			return false
-		}
-	}
-	return true
 }
 
 // sortPools orders pools by name, so the table's contents never depend on listing order.
