@@ -190,7 +190,11 @@ type workerProcess struct {
 // startWorkerProcess builds the worker binary (unless one was given) and starts it against
 // the world, watching the memory figure's namespace, then waits until it polls Temporal.
 func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess, error) {
-	return e.spawnWorker(ctx, workerSpawn{namespace: ns, logSuffix: "-worker.log"})
+	var flags []string
+	if q := e.opts.MemoryKubeQPS; q > 0 {
+		flags = []string{"--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2 * q))}
+	}
+	return e.spawnWorker(ctx, workerSpawn{namespace: ns, logSuffix: "-worker.log", flags: flags})
 }
 
 // workerSpawn says how to start one worker process: the namespace it watches, the suffix of
@@ -238,9 +242,6 @@ func (e *env) spawnWorker(ctx context.Context, s workerSpawn) (*workerProcess, e
 		// Metrics stay on, as in production, on a free port so a second run or the demo never
 		// clashes; the profiles too, for the breakdown of each step (the worker logs both ports).
 		"--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0",
-	}
-	if q := e.opts.MemoryKubeQPS; q > 0 {
-		args = append(args, "--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2*q)))
 	}
 	w.cmd = exec.Command(bin, append(args, s.flags...)...)
 	w.cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+e.world.GitHubToken)

@@ -119,9 +119,12 @@ func (s *soakPhase) measure(ctx context.Context, res SoakResult) (SoakResult, er
 	res.LifecyclesPerJob = ratio(res.RunnerLifecycles, len(s.jobIDs()))
 	res.RemovalsRefusedBusy, res.FailedDeliveries, res.Redeliveries = githubTallies(gh, s.jobIDs())
 	res.WorkerExits = s.workerExits
-	for _, l := range [][]string{res.RunnersWithTwoJobs, res.DuplicatePods, res.OpenRunnerWorkflows, res.Orphans} {
-		slices.Sort(l)
+	for _, l := range []*[]string{&res.RunnersWithTwoJobs, &res.DuplicatePods, &res.OpenRunnerWorkflows, &res.Orphans} {
+		*l = append([]string{}, *l...) // [] rather than null in the JSON
+		slices.Sort(*l)
 	}
+	res.JobsWithoutRunner = append([]int64{}, res.JobsWithoutRunner...)
+	res.BusyRunnersRemoved = append([]int64{}, res.BusyRunnersRemoved...)
 	res.Problems = res.problems()
 	return res, nil
 }
