@@ -33,6 +33,8 @@ const (
 	soakPoolMax = 200
 	// soakRestCheck is how often the convergence wait looks at the world.
 	soakRestCheck = 5 * time.Second
+	// workerStartBound bounds a worker process's start until it polls Temporal.
+	workerStartBound = 2 * time.Minute
 )
 
 // SoakOptions are the soak phase's settings (--soak and the --soak-* flags).
@@ -177,6 +179,8 @@ func soakLabels(pool string) []string { return append(append([]string{}, jobLabe
 // startWorker starts a worker process that keeps the reconcile Schedule for the soak's
 // organization hook, as a production worker given --reconcile-hook does.
 func (s *soakPhase) startWorker(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, workerStartBound)
+	defer cancel()
 	w, err := s.e.spawnWorker(ctx, workerSpawn{namespace: s.ns, logSuffix: "-soak-worker.log", flags: []string{
 		"--reconcile-interval", s.e.opts.Soak.Reconcile.String(),
 		"--reconcile-hook", fmt.Sprintf("org:%s/%d", soakOrg, soakHookID),
