@@ -84,6 +84,8 @@ type soakPhase struct {
 	pods   *podRecord
 	// workerExits counts the worker processes that ended by themselves (keepWorker).
 	workerExits int
+	// faultsOver is when the last fault ended.
+	faultsOver time.Time
 
 	mu   sync.Mutex
 	jobs []int64
@@ -128,11 +130,12 @@ func (e *env) soak(ctx context.Context) (_ SoakResult, err error) {
 		return res, err
 	}
 	lastQueued := <-queued
-	quiet := lastQueued
-	if n := len(res.Faults); n > 0 {
-		f := res.Faults[n-1]
-		quiet = began.Add(time.Duration((f.AtSeconds + f.Seconds) * float64(time.Second)))
+	quiet := s.faultsOver
+	if quiet.IsZero() {
+		quiet = lastQueued
 	}
+	res.FaultsOverSeconds = round1(quiet.Sub(began).Seconds())
+	res.LastQueuedSeconds = round1(lastQueued.Sub(began).Seconds())
 	e.say("soak: %d jobs queued, faults over; waiting (at most %s) for everything to be at rest", len(s.jobIDs()), o.Settle)
 	res.Converged, res.ConvergeSeconds = s.waitRest(ctx, quiet)
 	if ctx.Err() != nil {

@@ -130,6 +130,7 @@ func (s *soakPhase) runFaults(ctx context.Context, plan []plannedFault, began ti
 			return done, err
 		}
 		end := time.Now()
+		s.faultsOver = end
 		done = append(done, SoakFault{Kind: string(f.Kind), AtSeconds: round1(start.Sub(began).Seconds()),
 			Seconds: round1(end.Sub(start).Seconds()), OutageSeconds: f.For.Seconds(), Status: f.Status})
 		s.e.say("soak: %s over after %.1fs", f.Kind, end.Sub(start).Seconds())

@@ -28,6 +28,10 @@ type SoakResult struct {
 	JobSeconds       float64     `json:"jobSeconds"`
 	ReconcileSeconds float64     `json:"reconcileSeconds"`
 	Faults           []SoakFault `json:"faults"`
+	// FaultsOverSeconds is when the last fault ended, LastQueuedSeconds when the last job was
+	// queued, both from the first job's queueing.
+	FaultsOverSeconds float64 `json:"faultsOverSeconds"`
+	LastQueuedSeconds float64 `json:"lastQueuedSeconds"`
 	// Converged says everything came to rest within --soak-settle; ConvergeSeconds runs from the
 	// last fault's end to rest (or to the bound).
 	Converged       bool    `json:"converged"`
@@ -221,7 +225,8 @@ func printSoak(w io.Writer, r *SoakResult) {
 		verdict = "FAIL: " + strings.Join(r.Problems, "; ")
 	}
 	row(w, "", "verdict", verdict)
-	converged := fmt.Sprintf("%.1f s after the last fault's end", r.ConvergeSeconds)
+	converged := fmt.Sprintf("%.1f s after the last fault's end (faults over at %.0f s, last job queued at %.0f s)",
+		r.ConvergeSeconds, r.FaultsOverSeconds, r.LastQueuedSeconds)
 	if !r.Converged {
 		converged = "NOT at rest " + converged
 	}
