@@ -141,7 +141,7 @@ func (s *soakPhase) runFaults(ctx context.Context, plan []plannedFault, began ti
 func describeFault(f plannedFault) string {
 	switch f.Kind {
 	case faultWorkerKill:
-		return "killing the worker (SIGKILL), a new one after the outage"
+		return "killing the worker (SIGKILL), none running"
 	case faultTemporalRestart:
 		return "restarting the Temporal server, down"
 	case faultAPIServerPause:

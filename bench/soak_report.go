@@ -129,7 +129,7 @@ func (s *soakPhase) measure(ctx context.Context, res SoakResult) (SoakResult, er
 	}
 	res.JobsWithoutRunner = append([]int64{}, res.JobsWithoutRunner...)
 	res.BusyRunnersRemoved = append([]int64{}, res.BusyRunnersRemoved...)
-	res.Problems = res.problems()
+	res.Problems = append([]string{}, res.problems()...)
 	return res, nil
 }
 
