@@ -46,6 +46,8 @@ type env struct {
 	progress io.Writer
 
 	stopWorker func() error
+	// builtWorker is the worker binary built for this run (workerBinary), once.
+	builtWorker string
 }
 
 func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, err error) {

@@ -76,6 +76,8 @@ type Options struct {
 	PoolRunners int
 	PoolJobs    int
 	Workers     int
+	// Soak runs the soak phase (bench/soak.go) when Soak.Run is set.
+	Soak SoakOptions
 }
 
 func main() {
@@ -129,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.PoolRunners, "pool-runners", 20, "runners of each pool in the fleet phase")
 	fs.IntVar(&opts.PoolJobs, "pool-jobs", 200, "jobs of the fleet phase's burst")
 	fs.IntVar(&opts.Workers, "workers", 1, "worker replicas in the fleet phase (the benchmark's own plus replicas in-process)")
+	soakFlags(fs, &opts.Soak)
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
@@ -163,6 +166,9 @@ func parseCounts(name, s string) ([]int, error) {
 }
 
 func (o Options) validate() error {
+	if err := o.Soak.validate(); err != nil {
+		return err
+	}
 	for _, n := range o.Jobs {
 		if n > burstPools*workflows.MaxPoolReplicas {
 			return fmt.Errorf("--jobs: a burst of %d exceeds %d pools of at most %d runners", n, burstPools, workflows.MaxPoolReplicas)
@@ -226,7 +232,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 }
 
 // runRunnerflow starts the world, runs the phases in order (bursts, throughput, with --pools
-// the fleet, then memory, which replaces the in-process worker with the worker binary) into
+// the fleet, with --soak the soak, then memory, which replaces the in-process worker with the worker binary) into
 // res, stops the world and returns the log file's path.
 func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *Results) (string, error) {
 	e, err := startEnv(ctx, opts, progress)
@@ -271,6 +277,18 @@ func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *R
 			res.Fleet = &f
 		}
 	}
+	if opts.Soak.Run {
+		s, err := e.soak(ctx)
+		if err != nil && failed("soak", err) {
+			return logPath, ctx.Err()
+		}
+		if err == nil {
+			res.Soak = &s
+			if len(s.Problems) > 0 {
+				res.Failures = append(res.Failures, "soak: "+strings.Join(s.Problems, "; "))
+			}
+		}
+	}
 	if opts.runs("memory") {
 		m, err := e.memory(ctx)
 		if err != nil && failed("memory", err) {
@@ -288,6 +306,7 @@ func summaryOf(o Options) OptionsSummary {
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
 		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS, Peer: o.Peer,
 		Pools: o.Pools, PoolRunners: o.PoolRunners, PoolJobs: o.PoolJobs, Workers: o.Workers,
+		Soak: o.Soak.Run,
 	}
 }
 

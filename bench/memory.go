@@ -190,16 +190,45 @@ type workerProcess struct {
 // startWorkerProcess builds the worker binary (unless one was given) and starts it against
 // the world, watching the memory figure's namespace, then waits until it polls Temporal.
 func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess, error) {
-	bin := e.opts.WorkerBinary
-	if bin == "" {
-		bin = filepath.Join(e.world.Dir(), "runnerflow-worker")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/runnerflow/runnerflow/worker")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build the worker: %v\n%s", err, out)
-		}
+	var flags []string
+	if q := e.opts.MemoryKubeQPS; q > 0 {
+		flags = []string{"--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2 * q))}
+	}
+	return e.spawnWorker(ctx, workerSpawn{namespace: ns, logSuffix: "-worker.log", flags: flags})
+}
+
+// workerSpawn says how to start one worker process: the namespace it watches, the suffix of
+// its log file beside the benchmark's log, and flags beyond the ones every worker gets.
+type workerSpawn struct {
+	namespace, logSuffix string
+	flags                []string
+}
+
+// workerBinary builds the worker binary once per run, unless one was given.
+func (e *env) workerBinary(ctx context.Context) (string, error) {
+	if e.opts.WorkerBinary != "" {
+		return e.opts.WorkerBinary, nil
+	}
+	if e.builtWorker != "" {
+		return e.builtWorker, nil
+	}
+	bin := filepath.Join(e.world.Dir(), "runnerflow-worker")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/runnerflow/runnerflow/worker")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the worker: %v\n%s", err, out)
+	}
+	e.builtWorker = bin
+	return bin, nil
+}
+
+// spawnWorker starts a worker process as s says and waits until it polls Temporal.
+func (e *env) spawnWorker(ctx context.Context, s workerSpawn) (*workerProcess, error) {
+	bin, err := e.workerBinary(ctx)
+	if err != nil {
+		return nil, err
 	}
 	// Beside the benchmark's log, not in the world's directory, so it outlives the run.
-	logPath := strings.TrimSuffix(e.logFile.Name(), filepath.Ext(e.logFile.Name())) + "-worker.log"
+	logPath := strings.TrimSuffix(e.logFile.Name(), filepath.Ext(e.logFile.Name())) + s.logSuffix
 	w := &workerProcess{logPath: logPath, done: make(chan struct{})}
 	logFile, err := os.Create(w.logPath)
 	if err != nil {
@@ -208,16 +237,13 @@ func (e *env) startWorkerProcess(ctx context.Context, ns string) (*workerProcess
 	defer logFile.Close()
 	args := []string{
 		"--temporal-address", e.world.Temporal.Address, "--namespace", e.world.Temporal.Namespace,
-		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", ns,
+		"--kubeconfig", e.world.Kube.KubeconfigPath, "--watch-namespace", s.namespace,
 		"--github-url", e.world.GitHub.URL(), "--github-points-per-minute", strconv.Itoa(e.opts.GitHubPointsPerMinute),
 		// Metrics stay on, as in production, on a free port so a second run or the demo never
 		// clashes; the profiles too, for the breakdown of each step (the worker logs both ports).
 		"--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0",
 	}
-	if q := e.opts.MemoryKubeQPS; q > 0 {
-		args = append(args, "--kube-qps", strconv.FormatFloat(q, 'f', -1, 64), "--kube-burst", strconv.Itoa(int(2*q)))
-	}
-	w.cmd = exec.Command(bin, args...)
+	w.cmd = exec.Command(bin, append(args, s.flags...)...)
 	w.cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+e.world.GitHubToken)
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	if err := w.cmd.Start(); err != nil {
@@ -267,6 +293,13 @@ func (w *workerProcess) stop() {
 		_ = w.cmd.Process.Kill()
 		<-w.done
 	}
+}
+
+// kill ends the worker at once (SIGKILL, as the out-of-memory killer or a lost node does):
+// no activity finishes, nothing is released.
+func (w *workerProcess) kill() {
+	_ = w.cmd.Process.Kill()
+	<-w.done
 }
 
 // settledRSS waits rssSettle, then returns the median of rssSamples readings of VmRSS.

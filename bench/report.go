@@ -46,6 +46,7 @@ func printTable(w io.Writer, r Results) {
 	}
 	printMemory(tw, r.Memory)
 	printFleet(tw, r.Fleet)
+	printSoak(tw, r.Soak)
 	if t := r.Throughput; t != nil {
 		row(tw, "6 starter throughput", fmt.Sprintf("offered %d/s, %d sent", t.OfferedPerSecond, t.Sent),
 			fmt.Sprintf("%.1f acked/s, %d acked, %d failed; ack %s", t.AckedPerSecond, t.Acked, t.Failed, pct(t.AckTime)))

@@ -14,6 +14,8 @@ type Results struct {
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
 	// Fleet holds the --pools phase: many pools of one organization on several replicas.
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// Soak holds the --soak phase: jobs at a steady rate through injected faults.
+	Soak *SoakResult `json:"soak,omitempty"`
 	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).
 	Peer *PeerResult `json:"peer,omitempty"`
 	// Failures name the phases that failed and why; their figures are missing.
@@ -55,6 +57,8 @@ type OptionsSummary struct {
 	PoolRunners int `json:"poolRunners,omitempty"`
 	PoolJobs    int `json:"poolJobs,omitempty"`
 	Workers     int `json:"workers,omitempty"`
+	// Soak says the soak phase ran; its settings are in its result.
+	Soak bool `json:"soak,omitempty"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
