@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -62,14 +61,7 @@ func ClusterGitHubTaskQueue(cluster string) string {
 // ValidateClusterName checks a cluster's name as a pool or a worker gives it: a DNS label
 // (it becomes part of task-queue names and the `cluster` metric label).
 func ValidateClusterName(name string, path *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, "")}
-	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return dnsLabel(name, path)
 }
 
 // validateClusters: clusters are distinct DNS labels. Warm registrations and slot claims live
