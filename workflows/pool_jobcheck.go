@@ -43,16 +43,31 @@ type JobReading struct {
 	Gone       bool   `json:"gone,omitempty"`
 }
 
+// changeCheckStaleReservations gates the pool reading, at GitHub, reserved jobs renewed
+// ReservationRenewalsBeforeCheck times without a runner online for them, with no idle runner
+// needed (jobCheckRules.staleRenewals). Asked only when such a reservation exists, which only
+// pools under changeRenewUnserved count.
+const changeCheckStaleReservations = "check-stale-reservations"
+
 // jobCheck is a due check of reserved jobs: when, and which.
 type jobCheck struct {
 	due  time.Time
 	jobs []JobRef
 }
 
+// jobCheckRules are the rules planJobCheck applies beyond the first, by the pool's change ids.
+type jobCheckRules struct {
+	// staleRenewals, when positive, makes a check due once a reservation no runner serves has
+	// been renewed this many times (Reservation.Renewals): no runner came online for its job
+	// for that long (a bad image, a quota never raised, a paused pool), and its completion may
+	// have been lost meanwhile. Due StaleReservationCheckInterval after the last check.
+	staleRenewals int
+}
+
 // planJobCheck decides whether the pool should read its reserved jobs at GitHub, and which:
 // the reservations no runner of the pool serves (no runner has their job), the oldest first, at
 // most ReservedJobCheckMax. Reservations made before they carried their repository cannot be
-// read and are left to expire. Two things make them suspect:
+// read and are left to expire. Three things make them suspect:
 //   - a runner of the pool ended after running a job the pool never learned of (its
 //     in_progress and completed events were lost, or are late): one of them is over. Due
 //     ReservedJobCheckSettle after the first such end (the ends of a burst come together), and
@@ -61,18 +76,20 @@ type jobCheck struct {
 //     job to a fitting idle runner within seconds, so the job is most likely over or served
 //     elsewhere and its events were lost. Due ReservedJobCheckInterval after the last check, so
 //     a job that really is still queued (its labels fit no online runner) costs a read that
-//     often.
+//     often;
+//   - with rules.staleRenewals, a reservation renewed that often with no runner online for it.
 //
 // Zero due: no check.
-func planJobCheck(st PoolState, now time.Time) jobCheck {
+func planJobCheck(st PoolState, now time.Time, rules jobCheckRules) jobCheck {
 	var jobs []JobRef
+	stale := false
 	for _, res := range st.Reserved.Reservations { // sorted by job id: the oldest jobs first
 		if res.Repository == "" || !res.ExpiresAt.After(now) || servedByRunner(st.Runners, res.JobID) {
 			continue
 		}
-		jobs = append(jobs, JobRef{ID: res.JobID, Repository: res.Repository})
-		if len(jobs) == ReservedJobCheckMax {
-			break
+		stale = stale || (rules.staleRenewals > 0 && res.Renewals >= rules.staleRenewals)
+		if len(jobs) < ReservedJobCheckMax {
+			jobs = append(jobs, JobRef{ID: res.JobID, Repository: res.Repository})
 		}
 	}
 	if len(jobs) == 0 {
@@ -82,22 +99,38 @@ func planJobCheck(st PoolState, now time.Time) jobCheck {
 	if len(st.UnattributedEnds) > 0 {
 		due = laterOf(st.UnattributedEnds[0].Add(ReservedJobCheckSettle), st.LastJobCheck.Add(ReservedJobCheckSpacing))
 	}
-	var idleSince time.Time
-	for _, r := range st.Runners {
-		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
-			idleSince = r.Since
-		}
-	}
-	if !idleSince.IsZero() {
-		idleDue := laterOf(idleSince.Add(ReservedJobCheckAfter), st.LastJobCheck.Add(ReservedJobCheckInterval))
-		if due.IsZero() || idleDue.Before(due) {
-			due = idleDue
-		}
+	due = earlierOf(due, idleCheckDue(st.Runners, st.LastJobCheck))
+	if stale {
+		due = earlierOf(due, st.LastJobCheck.Add(StaleReservationCheckInterval))
 	}
 	if due.IsZero() {
 		return jobCheck{}
 	}
 	return jobCheck{due: due, jobs: jobs}
+}
+
+// idleCheckDue is when a check is due for a runner standing idle: ReservedJobCheckAfter after
+// the longest-idle runner (not leaving) went idle, and ReservedJobCheckInterval after the last
+// check. Zero: no runner stands idle.
+func idleCheckDue(runners []PoolRunner, last time.Time) time.Time {
+	var idleSince time.Time
+	for _, r := range runners {
+		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
+			idleSince = r.Since
+		}
+	}
+	if idleSince.IsZero() {
+		return time.Time{}
+	}
+	return laterOf(idleSince.Add(ReservedJobCheckAfter), last.Add(ReservedJobCheckInterval))
+}
+
+// earlierOf is the earlier of two times, a zero time counting as none.
+func earlierOf(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func laterOf(a, b time.Time) time.Time {
@@ -159,7 +192,7 @@ func (p *pool) checkReservedJobs(now time.Time) {
 	if p.jobChecking {
 		return
 	}
-	plan := planJobCheck(p.st, now)
+	plan := planJobCheck(p.st, now, p.jobCheckRules())
 	if plan.due.IsZero() || now.Before(plan.due) ||
 		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
 		return
@@ -203,5 +236,16 @@ func (p *pool) nextJobCheck(now time.Time) time.Time {
 	if p.jobChecking {
 		return time.Time{}
 	}
-	return planJobCheck(p.st, now).due
+	return planJobCheck(p.st, now, p.jobCheckRules()).due
+}
+
+// jobCheckRules are the job check's rules in force. The stale-reservation rule is asked only
+// when a reservation has been renewed often enough for it to matter, so histories without
+// one carry no marker.
+func (p *pool) jobCheckRules() jobCheckRules {
+	if !slices.ContainsFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.Renewals >= ReservationRenewalsBeforeCheck }) ||
+		workflow.GetVersion(p.ctx, changeCheckStaleReservations, workflow.DefaultVersion, 1) < 1 {
+		return jobCheckRules{}
+	}
+	return jobCheckRules{staleRenewals: ReservationRenewalsBeforeCheck}
 }

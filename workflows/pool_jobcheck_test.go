@@ -29,6 +29,15 @@ func TestPlanJobCheck(t *testing.T) {
 		}
 		return out
 	}
+	stale := jobCheckRules{staleRenewals: ReservationRenewalsBeforeCheck}
+	renewedTimes := func(s ReservationState, job int64, n int) ReservationState {
+		for i := range s.Reservations {
+			if s.Reservations[i].JobID == job {
+				s.Reservations[i].Renewals = n
+			}
+		}
+		return s
+	}
 	many := make([]int64, ReservedJobCheckMax+5)
 	for i := range many {
 		many[i] = int64(100 + i)
@@ -39,6 +48,7 @@ func TestPlanJobCheck(t *testing.T) {
 		reserved ReservationState
 		last     time.Time
 		ends     []time.Time
+		rules    jobCheckRules
 		want     jobCheck
 	}{{
 		name:     "no idle runner: every reservation may still be on its way to one",
@@ -96,13 +106,37 @@ func TestPlanJobCheck(t *testing.T) {
 		}},
 		want: jobCheck{due: t0.Add(ReservedJobCheckAfter), jobs: refs(4)},
 	}, {
+		name:     "no runner online, a reservation renewed ReservationRenewalsBeforeCheck times: due at once",
+		runners:  []PoolRunner{{Name: "b", State: RunnerRegistering, Since: t0}},
+		reserved: renewedTimes(reserved(2, 3), 3, ReservationRenewalsBeforeCheck),
+		rules:    stale,
+		want:     jobCheck{due: time.Time{}.Add(StaleReservationCheckInterval), jobs: refs(2, 3)},
+	}, {
+		name:     "renewed reservations: not before StaleReservationCheckInterval after the last check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck+1),
+		last:     t0,
+		rules:    stale,
+		want:     jobCheck{due: t0.Add(StaleReservationCheckInterval), jobs: refs(2)},
+	}, {
+		name:     "renewed fewer times: no check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck-1),
+		rules:    stale,
+	}, {
+		name:     "renewed often enough, but without the rule (histories before it): no check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck),
+	}, {
+		name:     "a renewed reservation a runner serves is not suspect",
+		runners:  []PoolRunner{busy("a", 2)},
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck),
+		rules:    stale,
+	}, {
 		name:     "at most ReservedJobCheckMax, the oldest jobs first",
 		runners:  []PoolRunner{idle("b", 0)},
 		reserved: reserved(many...),
 		want:     jobCheck{due: t0.Add(ReservedJobCheckAfter), jobs: refs(many[:ReservedJobCheckMax]...)},
 	}}
 	for _, tt := range tests {
-		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved, LastJobCheck: tt.last, UnattributedEnds: tt.ends}, t0)
+		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved, LastJobCheck: tt.last, UnattributedEnds: tt.ends}, t0, tt.rules)
 		if !got.due.Equal(tt.want.due) || !slices.Equal(got.jobs, tt.want.jobs) {
 			t.Errorf("%s: planJobCheck = %v %v, want %v %v", tt.name, got.due, got.jobs, tt.want.due, tt.want.jobs)
 		}
@@ -244,6 +278,48 @@ func TestPoolStartsNoRunnerForJobsThatRanUnnamed(t *testing.T) {
 					len(st.Runners) == 1 && st.Totals.Started == 3
 			})
 			h.run(spec, 4*time.Minute)
+		})
+	}
+}
+
+// A pool whose runners never come online (a quota never raised, say) holds a reservation
+// whose job's completion was lost. Once the reservation has been renewed
+// ReservationRenewalsBeforeCheck times, the pool reads the job at GitHub with no idle runner
+// and ends the reservation; its runner goes. A job GitHub still has queued keeps its
+// reservation, read again no sooner than StaleReservationCheckInterval. Across continue-as-new.
+func TestPoolReadsJobsWhoseRunnersNeverComeOnline(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			h.jobsAtGitHub = map[int64]JobReading{11: {ID: 11, Status: JobCompleted, Conclusion: "success"}}
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			d := spec.ReservationDurationOrDefault()
+			for seq := range int64(4) {
+				h.silence(RunnerName("linux", Generation(""), seq+1))
+			}
+			batch := reserve(JobQueued, 11, 12)
+			for i := range batch.Events {
+				batch.Events[i].Repository = "acme/app"
+			}
+			h.at(time.Minute, func() { h.signal(SignalReservations, batch) })
+			renewedTwice := time.Minute + time.Duration(ReservationRenewalsBeforeCheck)*d
+			h.check(renewedTwice-time.Minute, "renewed once: not read yet", func(st PoolStatus) bool {
+				return st.Reservations == 2 && len(h.jobReadsSoFar()) == 0
+			})
+			h.check(renewedTwice+30*time.Second, "renewed twice: both read, the completed one released, the queued one kept", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) == 1 && slices.Equal(reads[0], []int64{11, 12}) &&
+					st.Reservations == 1 && st.Reserved[0].JobID == 12 && st.Desired == 1
+			})
+			h.check(renewedTwice+StaleReservationCheckInterval-time.Minute, "not read again within the interval", func(st PoolStatus) bool {
+				return len(h.jobReadsSoFar()) == 1
+			})
+			h.check(renewedTwice+StaleReservationCheckInterval+30*time.Second, "the queued job read again, still kept", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) == 2 && slices.Equal(reads[1], []int64{12}) && st.Reservations == 1
+			})
+			h.run(spec, renewedTwice+StaleReservationCheckInterval+time.Minute)
 		})
 	}
 }
