@@ -172,7 +172,7 @@ func checkEnterpriseRefusal(t *testing.T, what string, err error) {
 // A read that fails partway (here the hour's budget runs out after two of three jobs) is an
 // error the policy retries, never the jobs read so far passed off as the whole answer: the pool
 // accounts for runners that ended unnamed by the jobs it read.
-func TestReadJobsFailsARead(t *testing.T) {
+func TestReadJobsPartwayFailureIsAnError(t *testing.T) {
 	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{"t0k"}, RateLimit: 2})
 	if err != nil {
 		t.Fatal(err)
