@@ -208,6 +208,14 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     clocks (counting the renewal). Before, the expired reservations beyond the first N in
 //     job-id order (N the runners idle or busy) were renewed, so a runner busy with a later
 //     job let an earlier job's reservation drop while that job's runner still registered.
+//   - changeCheckStaleReservations (1): a reservation renewed ReservationRenewalsBeforeCheck
+//     times with no runner online for it makes a check of reserved jobs due, with no idle
+//     runner needed (pool_jobcheck.go). Before, such a reservation renewed for ever while no
+//     runner could come online, and held a runner once one could.
+//   - changeLiftReadEnds (1): a check lifts only the unattributed ends it accounts for (all
+//     when it read every reservation no runner serves, else as many as the jobs it found
+//     over), and an end past UnattributedEndHold no longer makes a check due. Before, every
+//     end recorded before a check was lifted, whatever the check had read.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
