@@ -29,8 +29,8 @@ type JobRef struct {
 }
 
 // ReadJobsOutput is what GitHub said of each job read, in the input's order. A read that
-// failed partway is an error, never a shorter list (since changeLiftReadEnds; before, a read
-// that failed ended the list), so only the jobs in Unread are missing.
+// failed partway is an error, never a shorter list, so only the jobs in Unread are missing
+// (answers recorded by earlier builds may be cut short: a read that failed ended the list).
 type ReadJobsOutput struct {
 	Jobs []JobReading `json:"jobs,omitempty"`
 	// Unread are the jobs this credential can never read (their repository refused or not
