@@ -307,6 +307,17 @@ const (
 	// this long when no check can say which job it was, so a job still queued is not kept
 	// from its runner for longer.
 	UnattributedEndHold = 2 * time.Minute
+	// ReservationRenewalsBeforeCheck: a reservation renewed this often with no runner of the
+	// pool online for its job (20 minutes or more at the default reservationDuration) has its
+	// job read at GitHub without waiting for an idle runner. One renewal is a runner slow to
+	// come online (an image pull, an API-server hiccup); a second means none came for two
+	// durations (a bad image, a quota never raised, a paused pool), long enough for the job's
+	// completion to have been lost, and one GET settles it.
+	ReservationRenewalsBeforeCheck = 2
+	// StaleReservationCheckInterval: such jobs are read again no sooner than this, about once a
+	// renewal at the default reservationDuration: at most ReservedJobCheckMax GETs per 10
+	// minutes (120 an hour, 2.4% of a 5 000 budget) for a pool whose runners never come online.
+	StaleReservationCheckInterval = DefaultReservationDuration
 )
 
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is

@@ -202,6 +202,20 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 //     batch and places it on the first that answers (placement.go).
 //   - changePullScaling (1): a pool with a pull section reads its demand from GitHub on its
 //     timer (pool_pull.go); asked only by such pools, so others record no marker.
+//   - changeRenewUnserved (1): wait-for-runners renews by what serves what: an expired
+//     reservation whose job a busy runner of the pool holds is served and expires; the others
+//     are matched with the idle runners in job-id order, and those left over restart their
+//     clocks (counting the renewal). Before, the expired reservations beyond the first N in
+//     job-id order (N the runners idle or busy) were renewed, so a runner busy with a later
+//     job let an earlier job's reservation drop while that job's runner still registered.
+//   - changeCheckStaleReservations (1): a reservation renewed ReservationRenewalsBeforeCheck
+//     times with no runner online for it makes a check of reserved jobs due, with no idle
+//     runner needed (pool_jobcheck.go). Before, such a reservation renewed for ever while no
+//     runner could come online, and held a runner once one could.
+//   - changeLiftReadEnds (1): a check lifts only the unattributed ends it accounts for (all
+//     when it read every reservation no runner serves, else as many as the jobs it found
+//     over), and an end past UnattributedEndHold no longer makes a check due. Before, every
+//     end recorded before a check was lifted, whatever the check had read.
 //
 // Not a change id: force-remove-runner signals the runner only when the update arrives, and
 // a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
@@ -214,6 +228,8 @@ const (
 	changeReservationsFromEventTimes = "reservations-from-event-times"
 	// Reservations wait for a runner online (the list above).
 	changeReservationsWaitForRunners = "reservations-wait-for-runners"
+	// Reservations are renewed by what serves what (the list above).
+	changeRenewUnserved = "reservations-renew-unserved"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has

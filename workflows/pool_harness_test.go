@@ -79,6 +79,8 @@ type poolHarness struct {
 	// here is still queued. jobReads records each read's job ids.
 	jobsAtGitHub map[int64]JobReading
 	jobReads     [][]int64
+	// jobsUnread are jobs GitHub refuses to this credential: ReadJobs leaves them out.
+	jobsUnread map[int64]bool
 }
 
 // readJobs plays GitHub's answers to the pool's reads of its reserved jobs.
@@ -89,6 +91,9 @@ func (h *poolHarness) readJobs(_ context.Context, in ReadJobsInput) (ReadJobsOut
 	var ids []int64
 	for _, j := range in.Jobs {
 		ids = append(ids, j.ID)
+		if h.jobsUnread[j.ID] {
+			continue
+		}
 		r, ok := h.jobsAtGitHub[j.ID]
 		if !ok {
 			r = JobReading{ID: j.ID, Status: JobQueued}
