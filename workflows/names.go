@@ -19,6 +19,28 @@ const (
 	TaskQueue = "runnerflow"
 	// GitHubTaskQueue serves the activities that call the GitHub API.
 	GitHubTaskQueue = "runnerflow-github"
+	// ScaleSetTaskQueue serves the Actions service's activities (scale sets, their runners,
+	// opening a session), apart from the REST budget's queue: they spend no REST budget.
+	ScaleSetTaskQueue = "runnerflow-scaleset"
+)
+
+// ScaleSetListenerTaskQueue is the task queue of one worker's scale-set listeners: a message
+// session lives in the worker that opened it (the official client keeps its token in memory),
+// so its polls, acknowledgements and close go to that worker's own queue.
+func ScaleSetListenerTaskQueue(workerID string) string {
+	return ScaleSetTaskQueue + "-listener-" + workerID
+}
+
+// Activities of runner scale sets (activities/scaleset_*.go).
+const (
+	ActivityEnsureScaleSet        = "EnsureScaleSet"
+	ActivityDeleteScaleSet        = "DeleteScaleSet"
+	ActivityCreateScaleSetRunner  = "CreateScaleSetRunner"
+	ActivityRemoveScaleSetRunner  = "RemoveScaleSetRunner"
+	ActivityOpenScaleSetSession   = "OpenScaleSetSession"
+	ActivityPollScaleSet          = "PollScaleSet"
+	ActivityDeleteScaleSetMessage = "DeleteScaleSetMessage"
+	ActivityCloseScaleSetSession  = "CloseScaleSetSession"
 )
 
 // Workflow types, registered by these explicit names so renaming a Go function never breaks
