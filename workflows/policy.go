@@ -780,6 +780,10 @@ const LateReservationHold = 2 * time.Minute
 // to handle (open a new session, create the set again), not a retry's.
 var scaleSetNonRetryable = append(slices.Clone(retryNonRetryable), ErrSessionLost, ErrScaleSetGone)
 
+// ScaleSetCompletedKept: a scale-set pool remembers this many completed jobs, so a late event
+// of a finished job does not count it again; a burst's completions fit many times over.
+const ScaleSetCompletedKept = 1000
+
 // ScaleSetActivityPolicy: calls to the Actions service (create, update or delete a set, a
 // runner's JIT configuration, a runner's removal) are short; 5xx and 429 back off to a minute,
 // a Retry-After from the service overriding the backoff. A 401 drops the worker's cached admin
