@@ -31,6 +31,16 @@ func ScaleSetListenerTaskQueue(workerID string) string {
 	return ScaleSetTaskQueue + "-listener-" + workerID
 }
 
+// The scale-set listener: one workflow per scale-set pool (ScaleSetListenerWorkflow).
+const (
+	ScaleSetListenerWorkflowType = "scaleset-listener"
+	// SignalScaleSetMessage hands a scale set's message to its pool (ScaleSetMessageSignal).
+	SignalScaleSetMessage = "scaleset-message"
+)
+
+// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener.
+func ScaleSetListenerWorkflowID(pool string) string { return "scaleset-listener/" + pool }
+
 // Activities of runner scale sets (activities/scaleset_*.go).
 const (
 	ActivityEnsureScaleSet        = "EnsureScaleSet"
