@@ -129,9 +129,24 @@ func (l *scaleSetListener) poll() (*ScaleSetMessage, error) {
 		// The service kept failing past the poll's retries: start again with a new session
 		// (opening one backs off under its own policy) rather than end the listener.
 		workflow.GetLogger(l.ctx).Warn("Scale-set poll failed; opening a new session", "pool", l.in.Pool, "error", err)
+		l.abandonSession()
 	}
 	l.st.Session = nil
 	return nil, nil
+}
+
+// abandonSession closes a session the listener gives up on while its worker may still hold
+// it, so the next one is not refused (409) until the service times the old one out. Best
+// effort: a close that fails leaves that to the service.
+func (l *scaleSetListener) abandonSession() {
+	opts := ScaleSetSessionCallPolicy
+	opts.TaskQueue = l.st.Session.TaskQueue
+	ctx := workflow.WithActivityOptions(l.ctx, opts)
+	err := workflow.ExecuteActivity(ctx, ActivityCloseScaleSetSession, CloseScaleSetSessionInput{Session: l.sessionRef()}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(l.ctx).Warn("Abandoned scale-set session not closed; the service ends it", "pool", l.in.Pool, "error", err)
+	}
+	l.st.Session = nil
 }
 
 // isType reports whether err is an application error of that type.
@@ -157,10 +172,13 @@ func (l *scaleSetListener) acknowledge(id int64) {
 		Session: l.sessionRef(), MessageID: id,
 	}).Get(ctx, nil)
 	l.st.LastMessageID = id
-	if err != nil {
+	switch {
+	case sessionLost(err):
+		l.st.Session = nil
+	case err != nil:
 		workflow.GetLogger(l.ctx).Warn("Scale-set message not acknowledged; a new session will get it again",
 			"pool", l.in.Pool, "message", id, "error", err)
-		l.st.Session = nil
+		l.abandonSession()
 	}
 }
 

@@ -49,6 +49,10 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 		w.calls = append(w.calls, "delete "+in.Session.SessionID)
 		return nil
 	}, activity.RegisterOptions{Name: ActivityDeleteScaleSetMessage})
+	w.env.RegisterActivityWithOptions(func(_ context.Context, in CloseScaleSetSessionInput) error {
+		w.calls = append(w.calls, "close "+in.Session.SessionID)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityCloseScaleSetSession})
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			w.calls = append(w.calls, "hand over")
@@ -134,6 +138,23 @@ func TestScaleSetListenerOpensANewSessionWhenItsSessionIsLost(t *testing.T) {
 	// counts it once (ApplyScaleSetMessage).
 	if st.LastMessageID != 1 {
 		t.Errorf("cursor = %d, want 1", st.LastMessageID)
+	}
+}
+
+// TestScaleSetListenerClosesASessionItGivesUpOn: a poll failing past its retries makes the
+// listener close its session (so the next is not refused) and open another.
+func TestScaleSetListenerClosesASessionItGivesUpOn(t *testing.T) {
+	w := newListenerWorld(t)
+	// Non-retryable here stands for the poll's last retry failing.
+	unwell := temporal.NewNonRetryableApplicationError("502 from the service", ErrTransient, nil)
+	w.polls = []func() (PollScaleSetOutput, error){failing(unwell)}
+	st := w.run(ScaleSetListenerInput{}, 2)
+	want := []string{"open", "poll", "close s1", "open", "poll"}
+	if len(w.calls) < len(want) || w.calls[2] != want[2] || w.calls[3] != want[3] || w.opened != 2 {
+		t.Errorf("calls = %v, want %v", w.calls, want)
+	}
+	if st.Session == nil || st.Session.SessionID != "s2" {
+		t.Errorf("state = %+v, want the second session", st)
 	}
 }
 
