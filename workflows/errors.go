@@ -22,6 +22,15 @@ const (
 	// cluster (a deployment whose workers disagree on their clusters); retried, so a worker
 	// that serves it may take the task.
 	ErrClusterNotServed = "ClusterNotServed"
+	// ErrSessionConflict: a scale set already has a message session (409), another listener's
+	// or one a lost worker left; retried until it ends.
+	ErrSessionConflict = "SessionConflict"
+	// ErrSessionLost: the scale set's message session is gone (ended, timed out, or held by a
+	// worker that is no longer there); the listener opens a new one.
+	ErrSessionLost = "SessionLost"
+	// ErrScaleSetGone: GitHub no longer has the scale set (it deletes one idle for about a
+	// week); the pool creates it again from its spec.
+	ErrScaleSetGone = "ScaleSetGone"
 	// ErrRunnerFailed: a runner workflow gave up (its runner never came online within
 	// MaxRegistrationAttempts, or an activity failed for good); the workflow fails visibly.
 	ErrRunnerFailed = "RunnerFailed"

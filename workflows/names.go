@@ -19,6 +19,38 @@ const (
 	TaskQueue = "runnerflow"
 	// GitHubTaskQueue serves the activities that call the GitHub API.
 	GitHubTaskQueue = "runnerflow-github"
+	// ScaleSetTaskQueue serves the Actions service's activities (scale sets, their runners,
+	// opening a session), apart from the REST budget's queue: they spend no REST budget.
+	ScaleSetTaskQueue = "runnerflow-scaleset"
+)
+
+// ScaleSetListenerTaskQueue is the task queue of one worker's scale-set listeners: a message
+// session lives in the worker that opened it (the official client keeps its token in memory),
+// so its polls, acknowledgements and close go to that worker's own queue.
+func ScaleSetListenerTaskQueue(workerID string) string {
+	return ScaleSetTaskQueue + "-listener-" + workerID
+}
+
+// The scale-set listener: one workflow per scale-set pool (ScaleSetListenerWorkflow).
+const (
+	ScaleSetListenerWorkflowType = "scaleset-listener"
+	// SignalScaleSetMessage hands a scale set's message to its pool (ScaleSetMessageSignal).
+	SignalScaleSetMessage = "scaleset-message"
+)
+
+// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener.
+func ScaleSetListenerWorkflowID(pool string) string { return "scaleset-listener/" + pool }
+
+// Activities of runner scale sets (activities/scaleset_*.go).
+const (
+	ActivityEnsureScaleSet        = "EnsureScaleSet"
+	ActivityDeleteScaleSet        = "DeleteScaleSet"
+	ActivityCreateScaleSetRunner  = "CreateScaleSetRunner"
+	ActivityRemoveScaleSetRunner  = "RemoveScaleSetRunner"
+	ActivityOpenScaleSetSession   = "OpenScaleSetSession"
+	ActivityPollScaleSet          = "PollScaleSet"
+	ActivityDeleteScaleSetMessage = "DeleteScaleSetMessage"
+	ActivityCloseScaleSetSession  = "CloseScaleSetSession"
 )
 
 // Workflow types, registered by these explicit names so renaming a Go function never breaks

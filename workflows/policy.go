@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -779,3 +780,103 @@ func QuotaReportAttempt(attempt int) bool {
 // than reservationDuration before an outage ended would never get a runner. Two minutes is a
 // few decisions' and listings' worth, short beside the duration it caps.
 const LateReservationHold = 2 * time.Minute
+
+// ---- Runner scale sets (the Actions service) ----
+//
+// GitHub documents neither the Actions service's limits nor its timings; the values below are
+// what its official client (github.com/actions/scaleset) and ARC's listener assume, with
+// Temporal doing the retrying (the client's own retries are switched off).
+
+// scaleSetNonRetryable: besides the usual, a lost session or a deleted set is the listener's
+// to handle (open a new session, create the set again), not a retry's.
+var scaleSetNonRetryable = append(slices.Clone(retryNonRetryable), ErrSessionLost, ErrScaleSetGone)
+
+// ScaleSetCompletedKept: a scale-set pool remembers this many completed jobs, so a late event
+// of a finished job does not count it again; a burst's completions fit many times over.
+const ScaleSetCompletedKept = 1000
+
+// ScaleSetActivityPolicy: calls to the Actions service (create, update or delete a set, a
+// runner's JIT configuration, a runner's removal) are short; 5xx and 429 back off to a minute,
+// a Retry-After from the service overriding the backoff. A 401 drops the worker's cached admin
+// token, so the next attempt fetches a fresh one.
+var ScaleSetActivityPolicy = workflow.ActivityOptions{
+	TaskQueue:              ScaleSetTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}
+
+// ScaleSetRunnerRemovalPolicy: the service refuses to remove a runner while its job runs
+// (JobStillRunning, as REST's 422); try again at the busy pace until the job ends.
+var ScaleSetRunnerRemovalPolicy = workflow.ActivityOptions{
+	TaskQueue:              ScaleSetTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: MaxJobDuration,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        BusyUnregisterRetryInterval,
+		BackoffCoefficient:     1,
+		MaximumInterval:        BusyUnregisterRetryInterval,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}
+
+// ScaleSetSessionConflictRetry: a set has one message session; while another is open (another
+// listener's, or one a lost worker left until the service ends it after minutes without a
+// poll) opening a session is retried at this pace, without limit: the wait shows in the
+// activity's attempts and last failure, and never crash-loops a process.
+const ScaleSetSessionConflictRetry = 30 * time.Second
+
+// ScaleSetSessionOpenPolicy: opening a session retries 409 (SessionConflict) and the service's
+// failures at ScaleSetSessionConflictRetry.
+var ScaleSetSessionOpenPolicy = workflow.ActivityOptions{
+	TaskQueue:           ScaleSetTaskQueue,
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        ScaleSetSessionConflictRetry,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}
+
+// ScaleSetPollHeartbeat: the long poll (up to about 50 s at the service) heartbeats at this
+// pace, so a worker that died is noticed within ScaleSetPollPolicy's heartbeat timeout rather
+// than at the end of the poll.
+const ScaleSetPollHeartbeat = 5 * time.Second
+
+// ScaleSetPollPolicy: one long poll, a heartbeating activity on the session's worker queue (the
+// choice for a wait of up to a minute: a timer plus a short check would cost a Temporal action
+// per check and lose the service's immediate answer). ScheduleToStart notices that the worker
+// holding the session is gone (its queue has no poller); the listener then opens a new
+// session. Failures are retried briefly on the same worker; Retry-After overrides the backoff.
+var ScaleSetPollPolicy = workflow.ActivityOptions{
+	ScheduleToStartTimeout: 30 * time.Second,
+	StartToCloseTimeout:    2 * time.Minute,
+	HeartbeatTimeout:       4 * ScaleSetPollHeartbeat,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        10,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}
+
+// ScaleSetSessionCallPolicy: acknowledging a message and closing a session run on the
+// session's worker queue; short, with the same notice of a lost worker as the poll.
+var ScaleSetSessionCallPolicy = workflow.ActivityOptions{
+	ScheduleToStartTimeout: 30 * time.Second,
+	StartToCloseTimeout:    30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        10,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}

@@ -39,6 +39,9 @@ func (s PoolSpec) WithDefaults() PoolSpec {
 	if out.Pull != nil {
 		out.Pull = ptr(out.Pull.withDefaults())
 	}
+	if out.ScaleSet != nil {
+		out.ScaleSet = ptr(out.ScaleSet.withDefaults(out.Name))
+	}
 	return out
 }
 

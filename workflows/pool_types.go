@@ -54,6 +54,8 @@ type PoolSpec struct {
 	ScheduledOverrides []ScheduledOverride `json:"scheduledOverrides,omitempty"`
 	// Pull makes the pool read its demand from GitHub on a timer (pull_types.go); nil: webhooks only.
 	Pull *PullSpec `json:"pull,omitempty"`
+	// ScaleSet makes the pool a runner scale set's (scaleset_types.go); nil: webhooks and pull.
+	ScaleSet *ScaleSetSpec `json:"scaleSet,omitempty"`
 }
 
 // ScheduledOverride replaces min and/or max between StartTime and EndTime, optionally

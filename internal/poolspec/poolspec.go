@@ -65,7 +65,7 @@ func Parse(data []byte) ([]workflows.PoolSpec, error) {
 	if len(p.problems) == 0 && len(p.pools) == 0 {
 		p.problems = append(p.problems, "no pools found")
 	}
-	names := map[string]int{}
+	names, sets := map[string]int{}, map[string]int{}
 	for n, spec := range p.pools {
 		i := p.index[n]
 		path := field.NewPath("pools").Index(i)
@@ -74,11 +74,28 @@ func Parse(data []byte) ([]workflows.PoolSpec, error) {
 			p.fieldErrors(field.ErrorList{field.Duplicate(path.Child("name"), fmt.Sprintf("%s (also pools[%d].name)", spec.Name, first))})
 		}
 		names[spec.Name] = i
+		p.uniqueScaleSet(sets, spec, i)
 	}
 	if len(p.problems) > 0 {
 		return nil, &Error{Problems: p.problems}
 	}
 	return p.pools, nil
+}
+
+// uniqueScaleSet reports a scale set named twice in one scope and runner group: GitHub keeps
+// one set per name there, so two pools would fight over it. sets maps each set seen to its pool.
+func (p *parser) uniqueScaleSet(sets map[string]int, spec workflows.PoolSpec, i int) {
+	if spec.ScaleSet == nil || spec.ScaleSet.Name == "" {
+		return
+	}
+	sc := spec.Scope()
+	key := strings.ToLower(strings.Join([]string{sc.Repository, sc.Organization, sc.Enterprise, spec.RunnerGroup, spec.ScaleSet.Name}, "\x00"))
+	if first, dup := sets[key]; dup {
+		path := field.NewPath("pools").Index(i).Child("scaleSet", "name")
+		p.fieldErrors(field.ErrorList{field.Duplicate(path, fmt.Sprintf("%s (also pools[%d]'s scale set, in the same scope and runner group)", spec.ScaleSet.Name, first))})
+		return
+	}
+	sets[key] = i
 }
 
 type parser struct {

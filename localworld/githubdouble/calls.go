@@ -102,11 +102,12 @@ func (s *Server) RunnerProtocolCalls() map[CallKey]int {
 	return maps.Clone(s.st.protoCalls)
 }
 
-// ResetCalls clears the call counters and the call log.
+// ResetCalls clears the call counters (REST, runner protocol, Actions service) and the call log.
 func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.st.calls)
 	clear(s.st.protoCalls)
+	clear(s.st.serviceCalls)
 	s.st.callLog = nil
 }

@@ -28,4 +28,20 @@
 //     SetSecondaryRateLimit (every call refused) change the limits of a running double.
 //   - The clock is Config.Now, so rate-limit windows and token expiry can be tested without
 //     waiting.
+//   - Runner scale sets (actionsservice.go, scalesets.go, scalesetqueue.go, scalesetrunners.go)
+//     are served as github.com/actions/scaleset calls them, and that client is their contract: a
+//     registration token (a REST call, also under /api/v3 as on GitHub Enterprise Server) buys
+//     an admin token and the Actions service's URL (POST /actions/runner-registration); the
+//     service creates, finds, updates and deletes sets, opens one message session per set (409
+//     for a second; a session nobody polls for Config.ScaleSetSessionTimeout ends), long-polls
+//     the set's message queue (202 after Config.ScaleSetPollWait with nothing; a message is
+//     delivered again on every poll until deleted; its queue outlives sessions) with a
+//     message-queue token that expires (401; the client refreshes the session), creates a set's
+//     JIT runners (the same encoded form jit/connect decodes) and gets and removes runners (400
+//     JobStillRunning while busy). A queued job whose labels a set carries goes to the oldest such
+//     set and then only to that set's idle runners. Its calls are counted apart
+//     (ActionsServiceCalls) and spend no REST budget. GitHub publishes no limits for the service:
+//     Config.ActionsServiceCallsPerMinute (off by default) is an assumed throttle, 429 with
+//     Retry-After; StartActionsServiceOutage makes it answer 5xx; DeleteScaleSet removes a set
+//     as GitHub does with one idle for a week.
 package githubdouble

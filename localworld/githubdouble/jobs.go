@@ -66,6 +66,8 @@ type job struct {
 	Job
 	repoKey string
 	headSHA string
+	// scaleSetID is the scale set the job was assigned to; only that set's runners take it.
+	scaleSetID int64
 }
 
 // QueueJob creates a workflow run with one queued job and sends its "queued" webhook. The job
@@ -93,6 +95,7 @@ func (s *Server) QueueJob(spec JobSpec) (Job, error) {
 	s.st.queued = append(s.st.queued, j.ID)
 	s.log.Debug("job queued", "jobID", j.ID, "repository", j.Repository, "labels", j.Labels)
 	s.emitJobEvent(j, "queued")
+	s.routeToScaleSet(j)
 	s.st.wakeWaiters()
 	return j.Job, nil
 }
@@ -144,16 +147,19 @@ func (j *job) snapshot() Job {
 
 // canSee reports whether a runner's registration covers the job's repository: the repository
 // itself, its organization, or the organization's enterprise. Callers hold s.mu.
-func (s *Server) canSee(r *runner, j *job) bool {
+func (s *Server) canSee(r *runner, j *job) bool { return s.scopeCovers(r.scope, j) }
+
+// scopeCovers reports whether runners registered in scope may run the job. Callers hold s.mu.
+func (s *Server) scopeCovers(scope Scope, j *job) bool {
 	repo := s.st.repos[j.repoKey]
-	switch r.scope.Kind {
+	switch scope.Kind {
 	case ScopeRepository:
-		return lower(r.scope.Name) == j.repoKey
+		return lower(scope.Name) == j.repoKey
 	case ScopeOrganization:
-		return repo.org != "" && repo.org == lower(r.scope.Name)
+		return repo.org != "" && repo.org == lower(scope.Name)
 	case ScopeEnterprise:
 		org := s.st.orgs[repo.org]
-		return org != nil && org.enterprise != "" && org.enterprise == lower(r.scope.Name)
+		return org != nil && org.enterprise != "" && org.enterprise == lower(scope.Name)
 	}
 	return false
 }
@@ -172,11 +178,13 @@ func labelsMatch(runnerLabels, jobLabels []string) bool {
 	return true
 }
 
-// assignNext hands the oldest queued job the runner can take to the runner. Callers hold s.mu.
+// assignNext hands the oldest queued job the runner can take to the runner. A job assigned to
+// a scale set goes only to that set's runners, and a set's runner takes only its set's jobs.
+// Callers hold s.mu.
 func (s *Server) assignNext(r *runner) *job {
 	for i, id := range s.st.queued {
 		j := s.st.jobs[id]
-		if !s.canSee(r, j) || !labelsMatch(r.labels, j.Labels) {
+		if j.scaleSetID != r.scaleSetID || !s.canSee(r, j) || !labelsMatch(r.labels, j.Labels) {
 			continue
 		}
 		s.st.queued = slices.Delete(s.st.queued, i, i+1)
@@ -187,6 +195,7 @@ func (s *Server) assignNext(r *runner) *job {
 		r.jobID = j.ID
 		s.log.Debug("job assigned", "jobID", j.ID, "runner", r.name)
 		s.emitJobEvent(j, "in_progress")
+		s.scaleSetJobStarted(j, r)
 		return j
 	}
 	return nil
@@ -209,4 +218,5 @@ func (s *Server) completeJob(j *job, conclusion string) {
 		}
 	}
 	s.emitJobEvent(j, "completed")
+	s.scaleSetJobCompleted(j)
 }

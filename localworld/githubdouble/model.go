@@ -119,6 +119,11 @@ type state struct {
 	secrets     []string
 	labelIDs    map[string]int64
 	wake        chan struct{} // closed when a waiting runner may find work or lose its runner
+	// The Actions service (actionsservice.go, scalesets*.go).
+	adminTokens  map[string]scopedToken // admin token -> scope it administers
+	scaleSets    map[int64]*scaleSet    // by id
+	queueTokens  map[string]queueToken  // message-queue token -> session
+	serviceCalls map[CallKey]int        // Actions service calls, apart from REST calls
 }
 
 type scopedToken struct {
@@ -128,23 +133,27 @@ type scopedToken struct {
 
 func newState(cfg Config) *state {
 	st := &state{
-		counters:    map[string]int64{},
-		repos:       map[string]*repository{},
-		orgs:        map[string]*organization{},
-		enterprises: map[string]*enterprise{},
-		users:       map[string]int64{},
-		groups:      map[string][]runnerGroup{},
-		runners:     map[int64]*runner{},
-		credentials: map[string]int64{},
-		jobs:        map[int64]*job{},
-		regTokens:   map[string]scopedToken{},
-		apiTokens:   map[string]apiToken{},
-		budgets:     map[string]*budget{},
-		secondaries: map[string]*secondaryBudget{},
-		calls:       map[CallKey]int{},
-		protoCalls:  map[CallKey]int{},
-		labelIDs:    map[string]int64{},
-		wake:        make(chan struct{}),
+		counters:     map[string]int64{},
+		repos:        map[string]*repository{},
+		orgs:         map[string]*organization{},
+		enterprises:  map[string]*enterprise{},
+		users:        map[string]int64{},
+		groups:       map[string][]runnerGroup{},
+		runners:      map[int64]*runner{},
+		credentials:  map[string]int64{},
+		jobs:         map[int64]*job{},
+		regTokens:    map[string]scopedToken{},
+		apiTokens:    map[string]apiToken{},
+		budgets:      map[string]*budget{},
+		secondaries:  map[string]*secondaryBudget{},
+		calls:        map[CallKey]int{},
+		protoCalls:   map[CallKey]int{},
+		labelIDs:     map[string]int64{},
+		wake:         make(chan struct{}),
+		adminTokens:  map[string]scopedToken{},
+		scaleSets:    map[int64]*scaleSet{},
+		queueTokens:  map[string]queueToken{},
+		serviceCalls: map[CallKey]int{},
 	}
 	st.counters["group"] = defaultGroupID
 	for _, t := range cfg.Tokens {

@@ -22,7 +22,8 @@ type runner struct {
 	online     bool
 	jobID      int64 // the job in progress; 0 when idle
 	credential string
-	connected  bool // has connected at least once, so GitHub reports a version
+	connected  bool  // has connected at least once, so GitHub reports a version
+	scaleSetID int64 // the scale set whose JIT configuration created it; 0 for none
 }
 
 // Runner is a snapshot of a runner registration for tests.
@@ -42,6 +43,8 @@ type Runner struct {
 	Busy   bool
 	// JobID is the job the runner is running; 0 when idle.
 	JobID int64
+	// ScaleSetID is the scale set whose JIT configuration created the runner; 0 for none.
+	ScaleSetID int64
 }
 
 func (r *runner) status() string {
@@ -56,6 +59,7 @@ func (r *runner) snapshot() Runner {
 		ID: r.id, Name: r.name, Scope: r.scope, Labels: slices.Clone(r.labels),
 		RunnerGroupID: r.group.id, RunnerGroupName: r.group.name,
 		Ephemeral: r.ephemeral, JIT: r.jit, Status: r.status(), Busy: r.jobID != 0, JobID: r.jobID,
+		ScaleSetID: r.scaleSetID,
 	}
 }
 

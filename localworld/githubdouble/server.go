@@ -59,6 +59,18 @@ type Config struct {
 	// WebhookSeed seeds the shuffle of ReleaseWebhooks(ReleaseShuffled), so a shuffled burst
 	// can be replayed; 0 means 1.
 	WebhookSeed uint64
+	// ScaleSetPollWait is how long a scale set's message-queue poll waits for a message before
+	// answering 202; 0 means 50 s, about the Actions service's own long poll.
+	ScaleSetPollWait time.Duration
+	// ScaleSetSessionTimeout ends a scale set's message session that nobody polled or refreshed
+	// for that long, so a crashed listener's session stops refusing the next one; 0 means two
+	// minutes. GitHub does not document the figure; this is an assumption.
+	ScaleSetSessionTimeout time.Duration
+	// ActionsServiceCallsPerMinute throttles the Actions service (scale sets, sessions, message
+	// queue, runners): calls beyond it in a minute of the double's clock get 429 with
+	// Retry-After. 0 means no throttle. GitHub publishes no limits for the Actions service; this
+	// is an assumption to test a client's back-off, off by default.
+	ActionsServiceCallsPerMinute int
 }
 
 // Server is a running GitHub double. All state sits behind one mutex; ids come from counters,
@@ -80,6 +92,8 @@ type Server struct {
 	outage *Outage
 	// slow, when positive, holds every REST answer back that long (SetSlowAnswers).
 	slow time.Duration
+	// service holds the Actions service's faults: its throttle and outage.
+	service serviceFaults
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
@@ -89,6 +103,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.RateLimit < 0 || cfg.RateWindow < 0 || cfg.WebhookWorkers < 0 || cfg.WebhookQueueSize < 0 {
 		return nil, errors.New("githubdouble: negative RateLimit, RateWindow, WebhookWorkers or WebhookQueueSize")
+	}
+	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 {
+		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout or ActionsServiceCallsPerMinute")
 	}
 	applyDefaults(&cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,6 +120,7 @@ func Start(cfg Config) (*Server, error) {
 		baseURL:  "http://" + ln.Addr().String() + "/",
 		done:     make(chan struct{}),
 		st:       newState(cfg),
+		service:  serviceFaults{callsPerMinute: cfg.ActionsServiceCallsPerMinute},
 	}
 	s.hooks = newHookQueue(cfg)
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
@@ -142,6 +160,12 @@ func applyDefaults(cfg *Config) {
 	}
 	if cfg.WebhookSeed == 0 {
 		cfg.WebhookSeed = 1
+	}
+	if cfg.ScaleSetPollWait == 0 {
+		cfg.ScaleSetPollWait = defaultScaleSetPollWait
+	}
+	if cfg.ScaleSetSessionTimeout == 0 {
+		cfg.ScaleSetSessionTimeout = defaultScaleSetSessionTimeout
 	}
 }
 
@@ -184,6 +208,10 @@ func (s *Server) routes() *http.ServeMux {
 	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
 	s.registerHookDeliveries(mux)
 	s.registerRunnerProtocol(mux)
+	s.registerActionsService(mux)
+	// GitHub Enterprise Server serves the REST API under /api/v3, and the scale-set client
+	// derives that base from any configuration URL that is not github.com's.
+	mux.Handle("/api/v3/", http.StripPrefix("/api/v3", mux))
 	mux.HandleFunc("/", s.handleUnknownRoute)
 	return mux
 }

@@ -1,0 +1,308 @@
+package githubdouble
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// A scale set has at most one message session. Its listener polls the session's message
+// queue with the queue's own short-lived token and deletes each message it has handled; a
+// message not deleted is delivered again on every poll, so a listener that lost its place gets
+// the oldest unhandled message first. The queue belongs to the set, not the session: job
+// messages wait in it across sessions.
+
+const (
+	// messageQueueTokenTTL is how long a message-queue token lives before polls answer 401 and
+	// the listener refreshes its session. Undocumented by GitHub; an assumption.
+	messageQueueTokenTTL = 45 * time.Minute
+	// defaultScaleSetSessionTimeout ends a session nobody polled for that long (an assumption).
+	defaultScaleSetSessionTimeout = 2 * time.Minute
+	// maxMessageBatch bounds the job messages batched in one queue message.
+	maxMessageBatch = 50
+)
+
+// scaleSetSession is a set's one message session.
+type scaleSetSession struct {
+	id           string
+	owner        string
+	token        string // the message-queue token
+	tokenExpires time.Time
+	lastSeen     time.Time
+}
+
+// queueToken names the set and session a message-queue token belongs to.
+type queueToken struct {
+	scaleSetID int64
+	sessionID  string
+}
+
+// messageQueue is a set's queue: job messages not yet batched, and batches delivered but not
+// deleted, oldest first.
+type messageQueue struct {
+	pending   []jobMessageJSON
+	delivered []queuedMessage
+}
+
+type queuedMessage struct {
+	id   int64
+	jobs []jobMessageJSON
+}
+
+// scaleSetSessionJSON is the Actions service's RunnerScaleSetSession.
+type scaleSetSessionJSON struct {
+	SessionID               string              `json:"sessionId"`
+	OwnerName               string              `json:"ownerName"`
+	RunnerScaleSet          *scaleSetJSON       `json:"runnerScaleSet"`
+	MessageQueueURL         string              `json:"messageQueueUrl"`
+	MessageQueueAccessToken string              `json:"messageQueueAccessToken"`
+	Statistics              *ScaleSetStatistics `json:"statistics"`
+}
+
+const messagesRoute = brokerPath + "/sessions/{session_id}/messages"
+
+func (s *Server) registerSessions(mux *http.ServeMux) {
+	s.handleService(mux, "POST "+scaleSetsRoute+"/{scale_set_id}/sessions", s.svcCreateSession)
+	s.handleService(mux, "PATCH "+scaleSetsRoute+"/{scale_set_id}/sessions/{session_id}", s.svcRefreshSession)
+	s.handleService(mux, "DELETE "+scaleSetsRoute+"/{scale_set_id}/sessions/{session_id}", s.svcDeleteSession)
+}
+
+func (s *Server) registerMessageQueue(mux *http.ServeMux) {
+	s.handleQueue(mux, "GET "+messagesRoute, s.queueGetMessage)
+	s.handleQueue(mux, "DELETE "+messagesRoute+"/{message_id}", s.queueDeleteMessage)
+}
+
+// liveSession is the set's session, after ending one nobody used for the session timeout.
+// Callers hold s.mu.
+func (s *Server) liveSession(ss *scaleSet) *scaleSetSession {
+	if ss.session != nil && s.now().Sub(ss.session.lastSeen) > s.cfg.ScaleSetSessionTimeout {
+		s.log.Debug("scale set session timed out", "scaleSet", ss.name, "session", ss.session.id)
+		s.endSession(ss)
+	}
+	return ss.session
+}
+
+// endSession ends a set's session and revokes its token. Callers hold s.mu.
+func (s *Server) endSession(ss *scaleSet) {
+	if ss.session == nil {
+		return
+	}
+	delete(s.st.queueTokens, ss.session.token)
+	ss.session = nil
+	s.st.wakeWaiters()
+}
+
+// issueQueueToken gives the session a new message-queue token, revoking the old. Callers hold s.mu.
+func (s *Server) issueQueueToken(ss *scaleSet) {
+	sess := ss.session
+	delete(s.st.queueTokens, sess.token)
+	sess.token = randomToken("GHDMQ")
+	sess.tokenExpires = s.now().Add(messageQueueTokenTTL)
+	sess.lastSeen = s.now()
+	s.st.queueTokens[sess.token] = queueToken{scaleSetID: ss.id, sessionID: sess.id}
+	s.recordSecret(sess.token)
+}
+
+// renderSession builds the session answer. Callers hold s.mu.
+func (s *Server) renderSession(ss *scaleSet) scaleSetSessionJSON {
+	set, stats := s.renderScaleSet(ss), s.statistics(ss)
+	return scaleSetSessionJSON{
+		SessionID: ss.session.id, OwnerName: ss.session.owner, RunnerScaleSet: &set,
+		MessageQueueURL:         s.baseURL + "_services/broker/sessions/" + ss.session.id + "/messages",
+		MessageQueueAccessToken: ss.session.token, Statistics: &stats,
+	}
+}
+
+// svcCreateSession opens the set's one session; while another is open the answer is 409.
+func (s *Server) svcCreateSession(r *http.Request, scope Scope, body []byte) (int, any, *serviceError) {
+	var in struct {
+		OwnerName string `json:"ownerName"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return 0, nil, svcErr(http.StatusBadRequest, excInvalidRequest, "The body is not a session.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.scaleSetIn(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	if cur := s.liveSession(ss); cur != nil {
+		return 0, nil, svcErr(http.StatusConflict, excSessionConflict,
+			"The scale set %s already has an active session for owner %s.", ss.name, cur.owner)
+	}
+	ss.session = &scaleSetSession{id: newUUID(), owner: in.OwnerName}
+	s.issueQueueToken(ss)
+	return http.StatusOK, s.renderSession(ss), nil
+}
+
+// sessionOf resolves {session_id} to the set's live session; a session that ended or timed out
+// is not found (404), as a refresh of a lost session is on GitHub. Callers hold s.mu.
+func (s *Server) sessionOf(r *http.Request, scope Scope) (*scaleSet, *serviceError) {
+	ss, serr := s.scaleSetIn(r, scope)
+	if serr != nil {
+		return nil, serr
+	}
+	if cur := s.liveSession(ss); cur == nil || cur.id != r.PathValue("session_id") {
+		return nil, svcErr(http.StatusNotFound, excSessionNotFound, "Session %s not found.", r.PathValue("session_id"))
+	}
+	return ss, nil
+}
+
+// svcRefreshSession issues the session a new message-queue token.
+func (s *Server) svcRefreshSession(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.sessionOf(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	s.issueQueueToken(ss)
+	return http.StatusOK, s.renderSession(ss), nil
+}
+
+func (s *Server) svcDeleteSession(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.sessionOf(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	s.endSession(ss)
+	return http.StatusNoContent, nil, nil
+}
+
+// ExpireMessageQueueTokens makes every message-queue token expire now, so the next poll answers
+// 401 and the listener must refresh its session.
+func (s *Server) ExpireMessageQueueTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.st.scaleSets {
+		if ss.session != nil {
+			ss.session.tokenExpires = s.now()
+		}
+	}
+}
+
+// queueHandler handles a message-queue call for the session its token opens.
+type queueHandler func(r *http.Request) (int, any, *serviceError)
+
+// handleQueue registers a message-queue route behind the Actions service's faults and counting.
+// Its calls authenticate with the message-queue token, checked by the handler.
+func (s *Server) handleQueue(mux *http.ServeMux, pattern string, h queueHandler) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		status, out, serr := 0, any(nil), s.serviceFault()
+		defer func() { s.countService(pattern, status) }()
+		if serr == nil {
+			status, out, serr = h(r)
+		}
+		status = s.writeServiceAnswer(w, status, out, serr)
+	})
+}
+
+// queueSession resolves a message-queue token to its set; an unknown, revoked or expired token,
+// or one for another session, is 401. Callers hold s.mu.
+func (s *Server) queueSession(r *http.Request) (*scaleSet, *serviceError) {
+	unauthorized := svcErr(http.StatusUnauthorized, excUnauthorized, "The message queue token is unknown or expired.")
+	qt, ok := s.st.queueTokens[bearer(r)]
+	if !ok || qt.sessionID != r.PathValue("session_id") {
+		return nil, unauthorized
+	}
+	ss := s.st.scaleSets[qt.scaleSetID]
+	if ss == nil || s.liveSession(ss) == nil || ss.session.id != qt.sessionID || !s.now().Before(ss.session.tokenExpires) {
+		return nil, unauthorized
+	}
+	ss.session.lastSeen = s.now()
+	return ss, nil
+}
+
+// messageJSON is a queue message: a batch of job messages in Body, as a JSON string.
+type messageJSON struct {
+	MessageID   int64               `json:"messageId"`
+	MessageType string              `json:"messageType"`
+	Body        string              `json:"body"`
+	Statistics  *ScaleSetStatistics `json:"statistics"`
+}
+
+// queueGetMessage long-polls the set's queue: the oldest message not deleted, else a new batch
+// of pending job messages, else 202 once the poll wait ends with nothing.
+func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
+	capacity, capErr := strconv.Atoi(r.Header.Get("X-ScaleSetMaxCapacity"))
+	timer := time.NewTimer(s.cfg.ScaleSetPollWait)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		ss, serr := s.queueSession(r)
+		if serr != nil {
+			s.mu.Unlock()
+			return 0, nil, serr
+		}
+		if capErr == nil {
+			ss.maxCapacity = capacity
+		}
+		msg, ok := s.nextMessage(ss)
+		wake := s.st.wake
+		s.mu.Unlock()
+		if ok {
+			return http.StatusOK, msg, nil
+		}
+		if done := waitWake(r.Context(), wake, timer.C, s.done); done {
+			return http.StatusAccepted, nil, nil
+		}
+	}
+}
+
+// waitWake waits for a wake-up (false) or for the poll's end, the caller leaving or the double
+// closing (true).
+func waitWake(ctx context.Context, wake <-chan struct{}, timeout <-chan time.Time, closed <-chan struct{}) bool {
+	select {
+	case <-wake:
+		return false
+	case <-timeout:
+	case <-ctx.Done():
+	case <-closed:
+	}
+	return true
+}
+
+// nextMessage returns the oldest undeleted message, or batches pending job messages into a new
+// one. Statistics are the set's as of the answer. Callers hold s.mu.
+func (s *Server) nextMessage(ss *scaleSet) (messageJSON, bool) {
+	q := &ss.queue
+	if len(q.delivered) == 0 && len(q.pending) > 0 {
+		n := min(len(q.pending), maxMessageBatch)
+		q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), jobs: slices.Clone(q.pending[:n])})
+		q.pending = slices.Delete(q.pending, 0, n)
+	}
+	if len(q.delivered) == 0 {
+		return messageJSON{}, false
+	}
+	m := q.delivered[0]
+	body, err := json.Marshal(m.jobs)
+	if err != nil {
+		return messageJSON{}, false
+	}
+	stats := s.statistics(ss)
+	return messageJSON{MessageID: m.id, MessageType: "RunnerScaleSetJobMessages", Body: string(body), Statistics: &stats}, true
+}
+
+// queueDeleteMessage acknowledges a message; one not in the queue (never sent, or deleted
+// already) is 404.
+func (s *Server) queueDeleteMessage(r *http.Request) (int, any, *serviceError) {
+	id, err := strconv.ParseInt(r.PathValue("message_id"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.queueSession(r)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	i := slices.IndexFunc(ss.queue.delivered, func(m queuedMessage) bool { return m.id == id })
+	if err != nil || i < 0 {
+		return 0, nil, svcErr(http.StatusNotFound, excInvalidRequest, "Message %s not found.", r.PathValue("message_id"))
+	}
+	ss.queue.delivered = slices.Delete(ss.queue.delivered, i, i+1)
+	return http.StatusNoContent, nil, nil
+}

@@ -1,0 +1,265 @@
+package githubdouble
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Jobs and runners of scale sets: a queued job whose labels a set carries (and whose repository
+// the set's scope covers) is assigned to that set — the oldest such set — and from then on goes
+// only to an idle runner created from that set's JIT configuration. The set's listener hears of
+// it as JobAssigned, JobStarted and JobCompleted messages.
+
+const agentsRoute = servicePath + "/_apis/distributedtask/pools/0/agents"
+
+func (s *Server) registerScaleSetRunners(mux *http.ServeMux) {
+	s.handleService(mux, "POST "+scaleSetsRoute+"/{scale_set_id}/generatejitconfig", s.svcGenerateJIT)
+	s.handleService(mux, "GET "+agentsRoute, s.svcFindRunner)
+	s.handleService(mux, "GET "+agentsRoute+"/{runner_id}", s.svcGetRunner)
+	s.handleService(mux, "DELETE "+agentsRoute+"/{runner_id}", s.svcRemoveRunner)
+}
+
+// ScaleSetStatistics are the counts the service sends a set's listener with every message.
+type ScaleSetStatistics struct {
+	TotalAvailableJobs     int `json:"totalAvailableJobs"`
+	TotalAcquiredJobs      int `json:"totalAcquiredJobs"`
+	TotalAssignedJobs      int `json:"totalAssignedJobs"`
+	TotalRunningJobs       int `json:"totalRunningJobs"`
+	TotalRegisteredRunners int `json:"totalRegisteredRunners"`
+	TotalBusyRunners       int `json:"totalBusyRunners"`
+	TotalIdleRunners       int `json:"totalIdleRunners"`
+}
+
+// statistics counts a set's jobs (assigned = waiting + running; a runner acquires a job as it
+// starts it) and runners. Callers hold s.mu.
+func (s *Server) statistics(ss *scaleSet) ScaleSetStatistics {
+	var st ScaleSetStatistics
+	for id := range ss.jobs {
+		switch s.st.jobs[id].Status {
+		case StatusQueued:
+			st.TotalAvailableJobs++
+		case StatusInProgress:
+			st.TotalRunningJobs++
+		}
+	}
+	st.TotalAcquiredJobs = st.TotalRunningJobs
+	st.TotalAssignedJobs = st.TotalAvailableJobs + st.TotalRunningJobs
+	for _, rn := range s.st.runners {
+		if rn.scaleSetID != ss.id {
+			continue
+		}
+		st.TotalRegisteredRunners++
+		if rn.jobID != 0 {
+			st.TotalBusyRunners++
+		}
+	}
+	st.TotalIdleRunners = st.TotalRegisteredRunners - st.TotalBusyRunners
+	return st
+}
+
+// routeToScaleSet assigns a queued job that no set holds yet to the oldest set that can take
+// it. Callers hold s.mu.
+func (s *Server) routeToScaleSet(j *job) {
+	if j.scaleSetID != 0 || j.Status != StatusQueued {
+		return
+	}
+	ids := make([]int64, 0, len(s.st.scaleSets))
+	for id := range s.st.scaleSets {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		ss := s.st.scaleSets[id]
+		if !s.scopeCovers(ss.scope, j) || !labelsMatch(ss.labelNames(), j.Labels) {
+			continue
+		}
+		j.scaleSetID = ss.id
+		ss.jobs[j.ID] = true
+		s.pushJobMessage(ss, jobAssigned, j, nil)
+		return
+	}
+}
+
+// routeQueuedToScaleSets offers every queued job to the sets, after a set was created,
+// changed or deleted. Callers hold s.mu.
+func (s *Server) routeQueuedToScaleSets() {
+	for _, id := range s.st.queued {
+		s.routeToScaleSet(s.st.jobs[id])
+	}
+}
+
+// scaleSetJobStarted tells a set's listener its runner started the job. Callers hold s.mu.
+func (s *Server) scaleSetJobStarted(j *job, rn *runner) {
+	if ss, ok := s.st.scaleSets[j.scaleSetID]; ok {
+		s.pushJobMessage(ss, jobStarted, j, rn)
+	}
+}
+
+// scaleSetJobCompleted tells a set's listener the job ended, with or without a runner (a job
+// cancelled while waiting completes too). Callers hold s.mu.
+func (s *Server) scaleSetJobCompleted(j *job) {
+	ss, ok := s.st.scaleSets[j.scaleSetID]
+	if !ok {
+		return
+	}
+	delete(ss.jobs, j.ID)
+	var rn *runner
+	if j.RunnerID != 0 {
+		rn = &runner{id: j.RunnerID, name: j.RunnerName}
+	}
+	s.pushJobMessage(ss, jobCompleted, j, rn)
+}
+
+// Job message types, as the scale-set client decodes them.
+const (
+	jobAssigned  = "JobAssigned"
+	jobStarted   = "JobStarted"
+	jobCompleted = "JobCompleted"
+)
+
+// jobMessageJSON is one job message of a batch. RunnerRequestID is the double's job id (the
+// REST API's), and JobID the same number as a string.
+type jobMessageJSON struct {
+	MessageType        string    `json:"messageType"`
+	RunnerRequestID    int64     `json:"runnerRequestId"`
+	RepositoryName     string    `json:"repositoryName"`
+	OwnerName          string    `json:"ownerName"`
+	JobID              string    `json:"jobId"`
+	JobWorkflowRef     string    `json:"jobWorkflowRef"`
+	JobDisplayName     string    `json:"jobDisplayName"`
+	WorkflowRunID      int64     `json:"workflowRunId"`
+	EventName          string    `json:"eventName"`
+	RequestLabels      []string  `json:"requestLabels"`
+	QueueTime          time.Time `json:"queueTime"`
+	ScaleSetAssignTime time.Time `json:"scaleSetAssignTime"`
+	RunnerAssignTime   time.Time `json:"runnerAssignTime"`
+	FinishTime         time.Time `json:"finishTime"`
+	RunnerID           int64     `json:"runnerId,omitempty"`
+	RunnerName         string    `json:"runnerName,omitempty"`
+	Result             string    `json:"result,omitempty"`
+}
+
+// serviceResults maps a job's REST conclusion to the Actions service's result.
+var serviceResults = map[string]string{
+	ConclusionSuccess: "succeeded", ConclusionFailure: "failed", ConclusionCancelled: "canceled",
+}
+
+// pushJobMessage adds a job message to the set's queue and wakes its long poll. Callers hold s.mu.
+func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
+	owner, repo, _ := strings.Cut(j.Repository, "/")
+	m := jobMessageJSON{
+		MessageType: typ, RunnerRequestID: j.ID, RepositoryName: repo, OwnerName: owner,
+		JobID: strconv.FormatInt(j.ID, 10), JobDisplayName: j.Name, WorkflowRunID: j.RunID,
+		JobWorkflowRef: j.Repository + "/.github/workflows/" + lower(j.Workflow) + ".yml@refs/heads/" + j.HeadBranch,
+		EventName:      "push", RequestLabels: slices.Clone(j.Labels), QueueTime: j.CreatedAt.UTC(),
+		ScaleSetAssignTime: j.CreatedAt.UTC(),
+	}
+	if j.Status != StatusQueued && j.RunnerID != 0 {
+		m.RunnerAssignTime = j.StartedAt.UTC()
+	}
+	if rn != nil {
+		m.RunnerID, m.RunnerName = rn.id, rn.name
+	}
+	if typ == jobCompleted {
+		m.FinishTime = j.CompletedAt.UTC()
+		m.Result = cmp.Or(serviceResults[j.Conclusion], j.Conclusion)
+	}
+	ss.queue.pending = append(ss.queue.pending, m)
+	s.st.wakeWaiters()
+}
+
+// runnerReferenceJSON is the Actions service's RunnerReference.
+type runnerReferenceJSON struct {
+	ID               int64  `json:"id"`
+	Name             string `json:"name"`
+	RunnerScaleSetID int64  `json:"runnerScaleSetId"`
+}
+
+func refOf(rn *runner) runnerReferenceJSON {
+	return runnerReferenceJSON{ID: rn.id, Name: rn.name, RunnerScaleSetID: rn.scaleSetID}
+}
+
+// svcGenerateJIT creates an ephemeral runner of the set, carrying the set's labels and group,
+// and answers its JIT configuration in the form the runner protocol's jit/connect decodes.
+func (s *Server) svcGenerateJIT(r *http.Request, scope Scope, body []byte) (int, any, *serviceError) {
+	var in struct {
+		Name       string `json:"name"`
+		WorkFolder string `json:"workFolder"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil || strings.TrimSpace(in.Name) == "" {
+		return 0, nil, svcErr(http.StatusBadRequest, excInvalidRequest, "The runner's name is required.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.scaleSetIn(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	if s.runnerByName(scope, in.Name) != nil {
+		return 0, nil, svcErr(http.StatusConflict, excAgentExists, "A runner named %s already exists.", in.Name)
+	}
+	rn := s.newRunner(&runner{
+		name: in.Name, scope: scope, labels: ss.labelNames(), group: ss.group,
+		ephemeral: true, jit: true, scaleSetID: ss.id,
+	})
+	encoded, err := s.encodeJITConfig(rn, in.WorkFolder)
+	if err != nil {
+		s.removeRunner(rn)
+		return 0, nil, svcErr(http.StatusInternalServerError, excInvalidRequest, "encoding the JIT configuration failed")
+	}
+	s.recordSecret(encoded)
+	return http.StatusOK, map[string]any{"runner": refOf(rn), "encodedJITConfig": encoded}, nil
+}
+
+// runnerOf resolves {runner_id} to a runner of the admin token's scope. Callers hold s.mu.
+func (s *Server) runnerOf(r *http.Request, scope Scope) (*runner, *serviceError) {
+	id, err := strconv.ParseInt(r.PathValue("runner_id"), 10, 64)
+	rn := s.st.runners[id]
+	if err != nil || rn == nil || rn.scope.key() != scope.key() {
+		return nil, svcErr(http.StatusNotFound, excAgentNotFound, "Runner %s not found.", r.PathValue("runner_id"))
+	}
+	return rn, nil
+}
+
+func (s *Server) svcGetRunner(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rn, serr := s.runnerOf(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	return http.StatusOK, refOf(rn), nil
+}
+
+func (s *Server) svcFindRunner(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []runnerReferenceJSON{}
+	if name := r.URL.Query().Get("agentName"); name != "" {
+		if rn := s.runnerByName(scope, name); rn != nil {
+			out = append(out, refOf(rn))
+		}
+	}
+	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+}
+
+// svcRemoveRunner removes a runner; one running a job is refused, as REST refuses with 422.
+func (s *Server) svcRemoveRunner(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rn, serr := s.runnerOf(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	if rn.jobID != 0 {
+		return 0, nil, svcErr(http.StatusBadRequest, excJobStillRunning,
+			"Runner %s is still running job %d and cannot be removed.", rn.name, rn.jobID)
+	}
+	s.removeRunner(rn)
+	return http.StatusNoContent, nil, nil
+}

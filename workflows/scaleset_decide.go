@@ -1,0 +1,121 @@
+package workflows
+
+import (
+	"cmp"
+	"slices"
+)
+
+// ScaleSetLedger is what a scale-set pool has learned from its set's messages: the last message
+// it holds, and each job once, by its runner request id. It is workflow state (carried across
+// continue-as-new), so a message delivered again, or a listener that starts over, changes
+// nothing it already counted.
+type ScaleSetLedger struct {
+	// LastMessageID is the newest message folded in; the service numbers messages upwards.
+	LastMessageID int64 `json:"lastMessageID,omitempty"`
+	// Waiting are jobs assigned to the set that no runner started yet, by request id, sorted.
+	Waiting []int64 `json:"waiting,omitempty"`
+	// Running are jobs a runner of the set runs, sorted by request id.
+	Running []ScaleSetRunningJob `json:"running,omitempty"`
+	// Completed are the latest completed request ids (at most ScaleSetCompletedKept, oldest
+	// first), so a late event of a finished job does not bring it back.
+	Completed []int64 `json:"completed,omitempty"`
+}
+
+// ScaleSetRunningJob is a job and the runner that runs it.
+type ScaleSetRunningJob struct {
+	RunnerRequestID int64  `json:"runnerRequestID"`
+	RunnerName      string `json:"runnerName"`
+}
+
+// Jobs is how many jobs the ledger holds open (waiting or running).
+func (l ScaleSetLedger) Jobs() int { return len(l.Waiting) + len(l.Running) }
+
+// scaleSetEventRank orders a message's events by a job's life: the client hands them over
+// grouped by type, and a job assigned, started and completed within one message must end
+// completed.
+func scaleSetEventRank(event string) int {
+	switch event {
+	case ScaleSetJobAssigned:
+		return 0
+	case ScaleSetJobStarted:
+		return 1
+	}
+	return 2
+}
+
+// ApplyScaleSetMessage folds a message into the ledger and reports whether it was new. A
+// message at or below the last one held is a redelivery: the ledger is returned unchanged.
+func ApplyScaleSetMessage(l ScaleSetLedger, m ScaleSetMessage) (ScaleSetLedger, bool) {
+	if m.ID <= l.LastMessageID {
+		return l, false
+	}
+	out := ScaleSetLedger{
+		LastMessageID: m.ID, Waiting: slices.Clone(l.Waiting),
+		Running: slices.Clone(l.Running), Completed: slices.Clone(l.Completed),
+	}
+	events := slices.Clone(m.Jobs)
+	slices.SortStableFunc(events, func(a, b ScaleSetJobEvent) int {
+		return cmp.Compare(scaleSetEventRank(a.Event), scaleSetEventRank(b.Event))
+	})
+	for _, e := range events {
+		out.apply(e)
+	}
+	// Empty lists are nil, so a ledger compares and serializes the same however it emptied.
+	if len(out.Waiting) == 0 {
+		out.Waiting = nil
+	}
+	if len(out.Running) == 0 {
+		out.Running = nil
+	}
+	return out, true
+}
+
+// apply folds one job event in; an event of a job already completed is ignored.
+func (l *ScaleSetLedger) apply(e ScaleSetJobEvent) {
+	id := e.RunnerRequestID
+	if slices.Contains(l.Completed, id) {
+		return
+	}
+	running := slices.IndexFunc(l.Running, func(r ScaleSetRunningJob) bool { return r.RunnerRequestID == id })
+	switch e.Event {
+	case ScaleSetJobAssigned:
+		if running < 0 {
+			l.Waiting = insertSorted(l.Waiting, id)
+		}
+	case ScaleSetJobStarted:
+		l.Waiting = slices.DeleteFunc(l.Waiting, func(w int64) bool { return w == id })
+		if running >= 0 {
+			l.Running[running].RunnerName = e.RunnerName
+			return
+		}
+		l.Running = append(l.Running, ScaleSetRunningJob{RunnerRequestID: id, RunnerName: e.RunnerName})
+		slices.SortFunc(l.Running, func(a, b ScaleSetRunningJob) int { return cmp.Compare(a.RunnerRequestID, b.RunnerRequestID) })
+	case ScaleSetJobCompleted:
+		l.Waiting = slices.DeleteFunc(l.Waiting, func(w int64) bool { return w == id })
+		if running >= 0 {
+			l.Running = slices.Delete(l.Running, running, running+1)
+		}
+		l.Completed = append(l.Completed, id)
+		if n := len(l.Completed) - ScaleSetCompletedKept; n > 0 {
+			l.Completed = slices.Delete(l.Completed, 0, n)
+		}
+	}
+}
+
+func insertSorted(ids []int64, id int64) []int64 {
+	i, found := slices.BinarySearch(ids, id)
+	if found {
+		return ids
+	}
+	return slices.Insert(ids, i, id)
+}
+
+// ScaleSetDemand is how many runners a scale-set pool wants: its open jobs, each counted once,
+// or GitHub's assigned count when that is higher (jobs assigned before the ledger began, under
+// an earlier session), plus the idle runners kept ready for the next job, within the bounds.
+// GitHub's count is only a hint: it arrives with every message, so a count that fell is taken
+// at the next one, and it can never raise the pool above its maximum.
+func ScaleSetDemand(l ScaleSetLedger, stats ScaleSetStatistics, b Bounds) int {
+	jobs := max(l.Jobs(), stats.AssignedJobs)
+	return min(max(jobs+b.MinIdle, b.Min), b.Max)
+}

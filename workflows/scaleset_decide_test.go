@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"reflect"
+	"testing"
+)
+
+func ssAssigned(id int64) ScaleSetJobEvent {
+	return ScaleSetJobEvent{Event: ScaleSetJobAssigned, RunnerRequestID: id}
+}
+func ssStarted(id int64, runner string) ScaleSetJobEvent {
+	return ScaleSetJobEvent{Event: ScaleSetJobStarted, RunnerRequestID: id, RunnerName: runner}
+}
+func ssCompleted(id int64) ScaleSetJobEvent {
+	return ScaleSetJobEvent{Event: ScaleSetJobCompleted, RunnerRequestID: id}
+}
+
+func TestApplyScaleSetMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ledger      ScaleSetLedger
+		msg         ScaleSetMessage
+		want        ScaleSetLedger
+		wantApplied bool
+	}{
+		{
+			name: "assigned jobs wait, each once",
+			msg:  ScaleSetMessage{ID: 1, Jobs: []ScaleSetJobEvent{ssAssigned(7), ssAssigned(3), ssAssigned(7)}},
+			want: ScaleSetLedger{LastMessageID: 1, Waiting: []int64{3, 7}}, wantApplied: true,
+		},
+		{
+			name:   "a redelivered message changes nothing",
+			ledger: ScaleSetLedger{LastMessageID: 4, Waiting: []int64{3}},
+			msg:    ScaleSetMessage{ID: 4, Jobs: []ScaleSetJobEvent{ssAssigned(3), ssAssigned(9)}},
+			want:   ScaleSetLedger{LastMessageID: 4, Waiting: []int64{3}},
+		},
+		{
+			name:   "an older message changes nothing",
+			ledger: ScaleSetLedger{LastMessageID: 4},
+			msg:    ScaleSetMessage{ID: 2, Jobs: []ScaleSetJobEvent{ssAssigned(1)}},
+			want:   ScaleSetLedger{LastMessageID: 4},
+		},
+		{
+			name:   "a started job runs on its runner",
+			ledger: ScaleSetLedger{LastMessageID: 1, Waiting: []int64{3, 7}},
+			msg:    ScaleSetMessage{ID: 2, Jobs: []ScaleSetJobEvent{ssStarted(7, "r-1")}},
+			want: ScaleSetLedger{LastMessageID: 2, Waiting: []int64{3},
+				Running: []ScaleSetRunningJob{{RunnerRequestID: 7, RunnerName: "r-1"}}},
+			wantApplied: true,
+		},
+		{
+			name: "assigned, started and completed in one message, handed over by type",
+			msg:  ScaleSetMessage{ID: 1, Jobs: []ScaleSetJobEvent{ssCompleted(5), ssStarted(5, "r-2"), ssAssigned(5)}},
+			want: ScaleSetLedger{LastMessageID: 1, Completed: []int64{5}}, wantApplied: true,
+		},
+		{
+			name:   "a job cancelled while waiting completes without a runner",
+			ledger: ScaleSetLedger{LastMessageID: 1, Waiting: []int64{3}},
+			msg:    ScaleSetMessage{ID: 2, Jobs: []ScaleSetJobEvent{ssCompleted(3)}},
+			want:   ScaleSetLedger{LastMessageID: 2, Completed: []int64{3}}, wantApplied: true,
+		},
+		{
+			name:   "a late event of a completed job is ignored",
+			ledger: ScaleSetLedger{LastMessageID: 2, Completed: []int64{3}},
+			msg:    ScaleSetMessage{ID: 3, Jobs: []ScaleSetJobEvent{ssAssigned(3), ssStarted(3, "r-9")}},
+			want:   ScaleSetLedger{LastMessageID: 3, Completed: []int64{3}}, wantApplied: true,
+		},
+		{
+			name:   "an assignment of a running job does not make it wait again",
+			ledger: ScaleSetLedger{LastMessageID: 1, Running: []ScaleSetRunningJob{{RunnerRequestID: 3, RunnerName: "r"}}},
+			msg:    ScaleSetMessage{ID: 2, Jobs: []ScaleSetJobEvent{ssAssigned(3)}},
+			want:   ScaleSetLedger{LastMessageID: 2, Running: []ScaleSetRunningJob{{RunnerRequestID: 3, RunnerName: "r"}}}, wantApplied: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, applied := ApplyScaleSetMessage(tc.ledger, tc.msg)
+			if applied != tc.wantApplied || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ApplyScaleSetMessage = %+v, %v; want %+v, %v", got, applied, tc.want, tc.wantApplied)
+			}
+		})
+	}
+}
+
+func TestApplyScaleSetMessageLeavesItsInputAlone(t *testing.T) {
+	in := ScaleSetLedger{LastMessageID: 1, Waiting: []int64{3, 7}}
+	_, _ = ApplyScaleSetMessage(in, ScaleSetMessage{ID: 2, Jobs: []ScaleSetJobEvent{ssStarted(3, "r"), ssCompleted(7)}})
+	if !reflect.DeepEqual(in, ScaleSetLedger{LastMessageID: 1, Waiting: []int64{3, 7}}) {
+		t.Errorf("the input ledger changed: %+v", in)
+	}
+}
+
+func TestScaleSetCompletedJobsAreBounded(t *testing.T) {
+	var l ScaleSetLedger
+	for i := range int64(ScaleSetCompletedKept + 5) {
+		l, _ = ApplyScaleSetMessage(l, ScaleSetMessage{ID: i + 1, Jobs: []ScaleSetJobEvent{ssCompleted(i)}})
+	}
+	if len(l.Completed) != ScaleSetCompletedKept || l.Completed[0] != 5 {
+		t.Errorf("kept %d completions from %d, want the latest %d", len(l.Completed), l.Completed[0], ScaleSetCompletedKept)
+	}
+}
+
+func TestScaleSetDemand(t *testing.T) {
+	ledger := ScaleSetLedger{Waiting: []int64{1, 2}, Running: []ScaleSetRunningJob{{RunnerRequestID: 3}}}
+	for _, tc := range []struct {
+		name     string
+		ledger   ScaleSetLedger
+		assigned int
+		bounds   Bounds
+		want     int
+	}{
+		{"each open job once", ledger, 3, Bounds{Max: 10}, 3},
+		{"GitHub's lower count does not drop known jobs", ledger, 1, Bounds{Max: 10}, 3},
+		{"GitHub's higher count brings jobs the ledger missed", ledger, 5, Bounds{Max: 10}, 5},
+		{"idle runners ready on top", ledger, 3, Bounds{Max: 10, MinIdle: 2}, 5},
+		{"never below the minimum", ScaleSetLedger{}, 0, Bounds{Min: 2, Max: 10}, 2},
+		{"never above the maximum", ledger, 40, Bounds{Max: 4, MinIdle: 1}, 4},
+		{"a maximum of zero runs nothing", ledger, 3, Bounds{Min: 0, Max: 0, MinIdle: 1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScaleSetDemand(tc.ledger, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.bounds); got != tc.want {
+				t.Errorf("ScaleSetDemand = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

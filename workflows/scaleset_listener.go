@@ -1,0 +1,199 @@
+package workflows
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// ScaleSetListenerInput starts, or continues, a scale-set pool's listener.
+type ScaleSetListenerInput struct {
+	Pool       string `json:"pool"`
+	Scope      Scope  `json:"scope"`
+	ScaleSetID int64  `json:"scaleSetID"`
+	// MaxCapacity is the pool's maximum, reported to the service with every poll.
+	MaxCapacity int `json:"maxCapacity"`
+	// State is set only by the listener itself when it continues as new.
+	State *ScaleSetListenerState `json:"state,omitempty"`
+	// ContinueAsNewAfter continues as new after this many polls (0: when the server suggests).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+}
+
+// ScaleSetListenerState is the listener's place: its session (nil: none open) and the last
+// message handed to the pool. No token: the session's lives in the worker that opened it.
+type ScaleSetListenerState struct {
+	Session       *OpenScaleSetSessionOutput `json:"session,omitempty"`
+	LastMessageID int64                      `json:"lastMessageID,omitempty"`
+}
+
+// ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
+// (ApplyScaleSetMessage), so a message handed twice counts once.
+type ScaleSetMessageSignal struct {
+	Message ScaleSetMessage `json:"message"`
+}
+
+// ScaleSetListenerResult says why the listener ended.
+type ScaleSetListenerResult struct {
+	LastMessageID int64 `json:"lastMessageID"`
+}
+
+// ScaleSetListenerWorkflow holds a scale set's message session and hands every message to the
+// pool durably (a signal the server has accepted) before deleting it at the service. Its
+// session and last message id are workflow state, so a worker's restart loses neither; a
+// session the service no longer has, or one held by a worker that is gone, is replaced by a
+// new one (the service delivers the undeleted messages again, and the pool counts them once).
+// It ends with ScaleSetGone when GitHub deleted the set: the pool creates it again.
+func ScaleSetListenerWorkflow(ctx workflow.Context, in ScaleSetListenerInput) (ScaleSetListenerResult, error) {
+	l := &scaleSetListener{ctx: ctx, in: in}
+	if in.State != nil {
+		l.st = *in.State
+	}
+	return l.run()
+}
+
+type scaleSetListener struct {
+	ctx   workflow.Context
+	in    ScaleSetListenerInput
+	st    ScaleSetListenerState
+	polls int
+}
+
+func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
+	for {
+		if err := l.ensureSession(); err != nil {
+			return l.result(), err
+		}
+		msg, err := l.poll()
+		if err != nil {
+			return l.result(), err
+		}
+		if msg != nil {
+			if err := l.handOver(*msg); err != nil {
+				return l.result(), err
+			}
+			l.acknowledge(msg.ID)
+		}
+		if l.shouldContinueAsNew() {
+			next := l.in
+			st := l.st
+			next.State = &st
+			return l.result(), workflow.NewContinueAsNewError(l.ctx, ScaleSetListenerWorkflowType, next)
+		}
+	}
+}
+
+func (l *scaleSetListener) result() ScaleSetListenerResult {
+	return ScaleSetListenerResult{LastMessageID: l.st.LastMessageID}
+}
+
+// ensureSession opens a session when none is held; a session another listener holds is
+// waited out by ScaleSetSessionOpenPolicy's retries.
+func (l *scaleSetListener) ensureSession() error {
+	if l.st.Session != nil {
+		return nil
+	}
+	ctx := workflow.WithActivityOptions(l.ctx, ScaleSetSessionOpenPolicy)
+	var out OpenScaleSetSessionOutput
+	err := workflow.ExecuteActivity(ctx, ActivityOpenScaleSetSession, OpenScaleSetSessionInput{
+		Scope: l.in.Scope, ScaleSetID: l.in.ScaleSetID, Owner: ScaleSetListenerWorkflowID(l.in.Pool),
+	}).Get(ctx, &out)
+	if err != nil {
+		return err
+	}
+	l.st.Session = &out
+	return nil
+}
+
+func (l *scaleSetListener) sessionRef() ScaleSetSessionRef {
+	return ScaleSetSessionRef{ScaleSetID: l.in.ScaleSetID, SessionID: l.st.Session.SessionID}
+}
+
+// poll long-polls once on the session's worker. A session that is lost (ended at the
+// service, or its worker gone: the task found no poller) is dropped, to be opened again.
+func (l *scaleSetListener) poll() (*ScaleSetMessage, error) {
+	opts := ScaleSetPollPolicy
+	opts.TaskQueue = l.st.Session.TaskQueue
+	ctx := workflow.WithActivityOptions(l.ctx, opts)
+	l.polls++
+	var out PollScaleSetOutput
+	err := workflow.ExecuteActivity(ctx, ActivityPollScaleSet, PollScaleSetInput{
+		Session: l.sessionRef(), LastMessageID: l.st.LastMessageID, MaxCapacity: l.in.MaxCapacity,
+	}).Get(ctx, &out)
+	switch {
+	case err == nil:
+		return out.Message, nil
+	case isType(err, ErrScaleSetGone):
+		return nil, err
+	case !sessionLost(err):
+		// The service kept failing past the poll's retries: start again with a new session
+		// (opening one backs off under its own policy) rather than end the listener.
+		workflow.GetLogger(l.ctx).Warn("Scale-set poll failed; opening a new session", "pool", l.in.Pool, "error", err)
+		l.abandonSession()
+	}
+	l.st.Session = nil
+	return nil, nil
+}
+
+// abandonSession closes a session the listener gives up on while its worker may still hold
+// it, so the next one is not refused (409) until the service times the old one out. Best
+// effort: a close that fails leaves that to the service.
+func (l *scaleSetListener) abandonSession() {
+	opts := ScaleSetSessionCallPolicy
+	opts.TaskQueue = l.st.Session.TaskQueue
+	ctx := workflow.WithActivityOptions(l.ctx, opts)
+	err := workflow.ExecuteActivity(ctx, ActivityCloseScaleSetSession, CloseScaleSetSessionInput{Session: l.sessionRef()}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(l.ctx).Warn("Abandoned scale-set session not closed; the service ends it", "pool", l.in.Pool, "error", err)
+	}
+	l.st.Session = nil
+}
+
+// isType reports whether err is an application error of that type.
+func isType(err error, typ string) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == typ
+}
+
+// handOver signals the message to the pool and waits until the server has it: only then may
+// the service forget it.
+func (l *scaleSetListener) handOver(msg ScaleSetMessage) error {
+	return workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetMessage,
+		ScaleSetMessageSignal{Message: msg}).Get(l.ctx, nil)
+}
+
+// acknowledge deletes the handed-over message at the service. If the session is lost first,
+// the next session gets the message again and the pool counts it once.
+func (l *scaleSetListener) acknowledge(id int64) {
+	opts := ScaleSetSessionCallPolicy
+	opts.TaskQueue = l.st.Session.TaskQueue
+	ctx := workflow.WithActivityOptions(l.ctx, opts)
+	err := workflow.ExecuteActivity(ctx, ActivityDeleteScaleSetMessage, DeleteScaleSetMessageInput{
+		Session: l.sessionRef(), MessageID: id,
+	}).Get(ctx, nil)
+	l.st.LastMessageID = id
+	switch {
+	case sessionLost(err):
+		l.st.Session = nil
+	case err != nil:
+		workflow.GetLogger(l.ctx).Warn("Scale-set message not acknowledged; a new session will get it again",
+			"pool", l.in.Pool, "message", id, "error", err)
+		l.abandonSession()
+	}
+}
+
+// sessionLost: the service no longer has the session, or the worker holding it is gone.
+func sessionLost(err error) bool {
+	if isType(err, ErrSessionLost) {
+		return true
+	}
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout)
+}
+
+func (l *scaleSetListener) shouldContinueAsNew() bool {
+	if l.in.ContinueAsNewAfter > 0 && l.polls >= l.in.ContinueAsNewAfter {
+		return true
+	}
+	return workflow.GetInfo(l.ctx).GetContinueAsNewSuggested()
+}

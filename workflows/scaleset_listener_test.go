@@ -1,0 +1,169 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// listenerWorld runs ScaleSetListenerWorkflow against fake scale-set activities: polls answer
+// from a script, and every call is recorded in order.
+type listenerWorld struct {
+	t      *testing.T
+	env    *testsuite.TestWorkflowEnvironment
+	polls  []func() (PollScaleSetOutput, error)
+	calls  []string
+	opened int
+	seen   []PollScaleSetInput
+	queues []string
+}
+
+func newListenerWorld(t *testing.T) *listenerWorld {
+	var s testsuite.WorkflowTestSuite
+	w := &listenerWorld{t: t, env: s.NewTestWorkflowEnvironment()}
+	w.env.RegisterWorkflowWithOptions(ScaleSetListenerWorkflow, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	w.env.RegisterActivityWithOptions(func(context.Context, OpenScaleSetSessionInput) (OpenScaleSetSessionOutput, error) {
+		w.opened++
+		w.calls = append(w.calls, "open")
+		return OpenScaleSetSessionOutput{SessionID: "s" + string(rune('0'+w.opened)), TaskQueue: ScaleSetListenerTaskQueue("w1")}, nil
+	}, activity.RegisterOptions{Name: ActivityOpenScaleSetSession})
+	w.env.RegisterActivityWithOptions(func(ctx context.Context, in PollScaleSetInput) (PollScaleSetOutput, error) {
+		w.seen = append(w.seen, in)
+		w.queues = append(w.queues, activity.GetInfo(ctx).TaskQueue)
+		w.calls = append(w.calls, "poll")
+		if len(w.polls) == 0 {
+			return PollScaleSetOutput{}, nil
+		}
+		next := w.polls[0]
+		w.polls = w.polls[1:]
+		return next()
+	}, activity.RegisterOptions{Name: ActivityPollScaleSet})
+	w.env.RegisterActivityWithOptions(func(_ context.Context, in DeleteScaleSetMessageInput) error {
+		w.calls = append(w.calls, "delete "+in.Session.SessionID)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityDeleteScaleSetMessage})
+	w.env.RegisterActivityWithOptions(func(_ context.Context, in CloseScaleSetSessionInput) error {
+		w.calls = append(w.calls, "close "+in.Session.SessionID)
+		return nil
+	}, activity.RegisterOptions{Name: ActivityCloseScaleSetSession})
+	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			w.calls = append(w.calls, "hand over")
+			return nil
+		})
+	return w
+}
+
+func message(id int64) func() (PollScaleSetOutput, error) {
+	return func() (PollScaleSetOutput, error) {
+		return PollScaleSetOutput{Message: &ScaleSetMessage{ID: id, Jobs: []ScaleSetJobEvent{{Event: ScaleSetJobAssigned, RunnerRequestID: id}}}}, nil
+	}
+}
+
+func failing(err error) func() (PollScaleSetOutput, error) {
+	return func() (PollScaleSetOutput, error) { return PollScaleSetOutput{}, err }
+}
+
+// run runs the listener for polls polls and returns the state it continued as new with.
+func (w *listenerWorld) run(in ScaleSetListenerInput, polls int) ScaleSetListenerState {
+	w.t.Helper()
+	in.Pool, in.ScaleSetID, in.MaxCapacity, in.ContinueAsNewAfter = "ss", 5, 10, polls
+	in.Scope = Scope{Organization: "acme"}
+	w.env.ExecuteWorkflow(ScaleSetListenerWorkflowType, in)
+	var can *workflow.ContinueAsNewError
+	if err := w.env.GetWorkflowError(); !errors.As(err, &can) {
+		w.t.Fatalf("the listener ended with %v, want it to continue as new", err)
+	}
+	var next ScaleSetListenerInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil || next.State == nil {
+		w.t.Fatalf("continue-as-new input: %+v, %v", next, err)
+	}
+	return *next.State
+}
+
+func TestScaleSetListenerHandsAMessageOverBeforeDeletingIt(t *testing.T) {
+	w := newListenerWorld(t)
+	w.polls = []func() (PollScaleSetOutput, error){message(1), message(2)}
+	st := w.run(ScaleSetListenerInput{}, 3)
+	want := []string{"open", "poll", "hand over", "delete s1", "poll", "hand over", "delete s1", "poll"}
+	if len(w.calls) != len(want) {
+		t.Fatalf("calls = %v, want %v", w.calls, want)
+	}
+	for i := range want {
+		if w.calls[i] != want[i] {
+			t.Fatalf("calls = %v, want %v", w.calls, want)
+		}
+	}
+	if st.LastMessageID != 2 || st.Session == nil || st.Session.SessionID != "s1" {
+		t.Errorf("state = %+v, want message 2 and session s1 kept", st)
+	}
+	if w.seen[1].LastMessageID != 1 || w.seen[2].LastMessageID != 2 || w.seen[0].MaxCapacity != 10 {
+		t.Errorf("polls asked after %d, %d (capacity %d); want the cursor kept", w.seen[1].LastMessageID, w.seen[2].LastMessageID, w.seen[0].MaxCapacity)
+	}
+	for _, q := range w.queues {
+		if q != ScaleSetListenerTaskQueue("w1") {
+			t.Errorf("a poll ran on %q, want the session's worker queue", q)
+		}
+	}
+}
+
+func TestScaleSetListenerResumesFromItsState(t *testing.T) {
+	w := newListenerWorld(t)
+	carried := ScaleSetListenerState{Session: &OpenScaleSetSessionOutput{SessionID: "old", TaskQueue: ScaleSetListenerTaskQueue("w1")}, LastMessageID: 41}
+	st := w.run(ScaleSetListenerInput{State: &carried}, 1)
+	if w.opened != 0 || w.seen[0].LastMessageID != 41 || w.seen[0].Session.SessionID != "old" {
+		t.Errorf("opened %d sessions, polled %+v; want the carried session and cursor", w.opened, w.seen[0])
+	}
+	if st.LastMessageID != 41 {
+		t.Errorf("state = %+v, want the cursor kept", st)
+	}
+}
+
+func TestScaleSetListenerOpensANewSessionWhenItsSessionIsLost(t *testing.T) {
+	w := newListenerWorld(t)
+	lost := temporal.NewNonRetryableApplicationError("session gone", ErrSessionLost, nil)
+	w.polls = []func() (PollScaleSetOutput, error){message(1), failing(lost), message(1)}
+	st := w.run(ScaleSetListenerInput{}, 3)
+	if w.opened != 2 || st.Session == nil || st.Session.SessionID != "s2" {
+		t.Errorf("opened %d sessions, state %+v; want a second session", w.opened, st)
+	}
+	// The message came again under the new session and was handed over again: the pool
+	// counts it once (ApplyScaleSetMessage).
+	if st.LastMessageID != 1 {
+		t.Errorf("cursor = %d, want 1", st.LastMessageID)
+	}
+}
+
+// TestScaleSetListenerClosesASessionItGivesUpOn: a poll failing past its retries makes the
+// listener close its session (so the next is not refused) and open another.
+func TestScaleSetListenerClosesASessionItGivesUpOn(t *testing.T) {
+	w := newListenerWorld(t)
+	// Non-retryable here stands for the poll's last retry failing.
+	unwell := temporal.NewNonRetryableApplicationError("502 from the service", ErrTransient, nil)
+	w.polls = []func() (PollScaleSetOutput, error){failing(unwell)}
+	st := w.run(ScaleSetListenerInput{}, 2)
+	want := []string{"open", "poll", "close s1", "open", "poll"}
+	if len(w.calls) < len(want) || w.calls[2] != want[2] || w.calls[3] != want[3] || w.opened != 2 {
+		t.Errorf("calls = %v, want %v", w.calls, want)
+	}
+	if st.Session == nil || st.Session.SessionID != "s2" {
+		t.Errorf("state = %+v, want the second session", st)
+	}
+}
+
+func TestScaleSetListenerEndsWhenTheSetIsGone(t *testing.T) {
+	w := newListenerWorld(t)
+	gone := temporal.NewNonRetryableApplicationError("set gone", ErrScaleSetGone, nil)
+	w.polls = []func() (PollScaleSetOutput, error){failing(gone)}
+	w.env.ExecuteWorkflow(ScaleSetListenerWorkflowType, ScaleSetListenerInput{Pool: "ss", ScaleSetID: 5, Scope: Scope{Organization: "acme"}})
+	if err := w.env.GetWorkflowError(); !isType(err, ErrScaleSetGone) {
+		t.Errorf("the listener ended with %v, want ScaleSetGone for the pool to recreate the set", err)
+	}
+}

@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestScaleSetSpecDefaultsToThePoolsName(t *testing.T) {
+	spec := poolTestSpec()
+	spec.ScaleSet = &ScaleSetSpec{}
+	if got := spec.WithDefaults().ScaleSet.Name; got != "linux" {
+		t.Errorf("set name = %q, want the pool's name", got)
+	}
+	spec.ScaleSet = &ScaleSetSpec{Name: "linux-set"}
+	if got := spec.WithDefaults().ScaleSet.Name; got != "linux-set" {
+		t.Errorf("set name = %q, want linux-set", got)
+	}
+	if poolTestSpec().IsScaleSet() || !spec.IsScaleSet() {
+		t.Error("IsScaleSet does not follow the section")
+	}
+}
+
+// TestScaleSetSpecValidation: every problem of a scaleSet section is named at its field path,
+// and until the worker serves scale sets every section is refused at pools[0].scaleSet.
+func TestScaleSetSpecValidation(t *testing.T) {
+	const refused = "pool.scaleSet"
+	for _, tc := range []struct {
+		name   string
+		modify func(*PoolSpec)
+		want   []string // field paths, the refusal included
+	}{
+		{"valid section: only the refusal", func(*PoolSpec) {}, []string{refused}},
+		{"name with a space", func(s *PoolSpec) { s.ScaleSet.Name = "linux set" }, []string{"pool.scaleSet.name", refused}},
+		{"name with a comma", func(s *PoolSpec) { s.ScaleSet.Name = "a,b" }, []string{"pool.scaleSet.name", refused}},
+		{"name too long", func(s *PoolSpec) { s.ScaleSet.Name = strings.Repeat("a", maxLabelLength+1) }, []string{"pool.scaleSet.name", refused}},
+		{"with pull", func(s *PoolSpec) { s.Pull = &PullSpec{Metric: PullMetricBusyPercentage} }, []string{"pool.pull", refused}},
+		{"persistent runners", func(s *PoolSpec) { s.Ephemeral = ptr(false) }, []string{"pool.ephemeral", refused}},
+		{"warm registrations", func(s *PoolSpec) { s.WarmRegistrations = 2 }, []string{"pool.warmRegistrations", refused}},
+		{"repository with a runner group", func(s *PoolSpec) {
+			s.Organization, s.Repository, s.RunnerGroup = "", "acme/app", "big"
+		}, []string{refused, "pool.runnerGroup"}},
+		{"max below min", func(s *PoolSpec) { s.MaxReplicas = ptr(0) }, []string{"pool.maxReplicas", refused}},
+		{"no labels", func(s *PoolSpec) { s.Labels = nil }, []string{"pool.labels", refused}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := poolTestSpec()
+			spec.ScaleSet = &ScaleSetSpec{}
+			spec = spec.WithDefaults()
+			tc.modify(&spec)
+			var got []string
+			for _, e := range spec.ValidateNew(field.NewPath("pool")) {
+				got = append(got, e.Field)
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("errors at %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestPoolWithoutScaleSetMeetsNoScaleSetRule(t *testing.T) {
+	if errs := poolTestSpec().ValidateNew(field.NewPath("pool")); len(errs) > 0 {
+		t.Errorf("a pool without scaleSet: %v", errs)
+	}
+}
