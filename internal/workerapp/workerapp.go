@@ -450,15 +450,17 @@ func podWatcherLeaseNamespace(cfg Config, kubeconfigPath string) string {
 }
 
 // warmNamespace is where warm registrations' Secrets go: as configured, else the Kubernetes
-// configuration's namespace (the worker's own in a cluster). One the worker watches runner pods
-// in keeps them beside the runners, readable by any pod there that may read Secrets: warned.
+// configuration's namespace (the worker's own in a cluster). When that is the namespace the
+// worker watches runner pods in, warm registrations wait beside the runners and are used there
+// in place: only a runner ServiceAccount without Secret rights keeps them from jobs, which the
+// worker says once at start.
 func (a *App) warmNamespace() string {
 	ns := a.cfg.WarmNamespace
 	if ns == "" {
 		ns = configNamespace(a.cfg.KubeconfigPath)
 	}
 	if ns == a.cfg.WatchNamespace {
-		a.log.Warn("Warm registrations are kept in the runner namespace, where a runner pod allowed to read Secrets can take them; set --warm-namespace (docs/security.md)",
+		a.log.Info("Warm registrations wait in the runner namespace: keep the runners' ServiceAccount without Secret rights there, or set --warm-namespace (docs/security.md)",
 			"namespace", ns)
 	}
 	return ns
