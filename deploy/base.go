@@ -23,6 +23,9 @@ const (
 	WorkerServiceAccount = "runnerflow-worker"
 	// StarterServiceAccount is the starter's identity; it is bound to nothing.
 	StarterServiceAccount = "runnerflow-starter"
+	// RunnerServiceAccount is the runner pods' identity; it is bound to nothing and mounts no
+	// token (docs/security.md).
+	RunnerServiceAccount = "runnerflow-runner"
 )
 
 // baseFiles are the base's manifests, embedded so callers need no working directory.

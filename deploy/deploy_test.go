@@ -68,7 +68,7 @@ func TestBaseHoldsOnlyNamespacedRunnerflowObjects(t *testing.T) {
 	}
 	want := []string{
 		"Namespace/runnerflow",
-		"ServiceAccount/runnerflow-worker", "ServiceAccount/runnerflow-starter",
+		"ServiceAccount/runnerflow-worker", "ServiceAccount/runnerflow-starter", "ServiceAccount/runnerflow-runner",
 		"Role/runnerflow-worker", "RoleBinding/runnerflow-worker",
 		"Deployment/runnerflow-worker", "Deployment/runnerflow-starter",
 		"Service/runnerflow-webhook", "Service/runnerflow-metrics",
@@ -97,7 +97,7 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 	}
 	want := map[string][]string{
 		"/pods":                      {"create", "delete", "get", "list", "watch"},
-		"/secrets":                   {"create", "delete", "get", "list", "patch", "update"},
+		"/secrets":                   {"create", "delete", "deletecollection", "get", "list", "patch", "update"},
 		"/persistentvolumeclaims":    {"create", "get"},
 		"coordination.k8s.io/leases": {"create", "get", "update"},
 	}

@@ -182,7 +182,9 @@ func exerciseWorker(t *testing.T, ns, sa string) *kubeRequests {
 	reg := &activityNames{ActivityRegistry: env}
 	(&activities.KubernetesActivities{Client: client}).Register(reg)
 	(&activities.SlotClaimActivities{Client: client}).Register(reg)
-	startGitHub(t, client).Register(reg)
+	gh := startGitHub(t, client)
+	gh.WarmNamespace = ns // the worker's own, as by default
+	gh.Register(reg)
 	ran := map[string]bool{}
 	run := func(name string, in, out any) {
 		t.Helper()
@@ -250,6 +252,26 @@ func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out a
 	run(workflows.ActivityListRunnerObjects, workflows.ListRunnerObjectsInput{Namespace: ns}, nil)
 	run(workflows.ActivityDeleteRunnerPod, ref, nil)
 	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: ns, Name: name}, nil)
+	runWarmRunner(t, ns, run)
+}
+
+// runWarmRunner is a warm registration's life: minted into the warm namespace (the worker's
+// own), its runner started from it, the taken Secret deleted with others in one request.
+func runWarmRunner(t *testing.T, ns string, run func(name string, in, out any)) {
+	t.Helper()
+	name := workflows.RunnerName("rbac", "abcd", 2)
+	wfID := workflows.RunnerWorkflowID("rbac", name)
+	var warm workflows.RegisterRunnerOutput
+	run(workflows.ActivityRegisterRunner, workflows.RegisterRunnerInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns,
+		Scope: workflows.Scope{Repository: "my-org/my-repo"}, Labels: []string{"self-hosted"}, Mode: workflows.RegistrationJIT, Warm: true}, &warm)
+	if warm.SecretNamespace != ns {
+		t.Fatalf("warm registration %+v, want its Secret in %s", warm, ns)
+	}
+	pod := workflows.CreateRunnerPodInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns, TemplateHash: "rbac",
+		SecretName: name, Mode: workflows.RegistrationJIT, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "runner", Image: "ghcr.io/actions/actions-runner:2.328.0"}}}}}
+	run(workflows.ActivityStartWarmRunner, workflows.StartWarmRunnerInput{Pod: pod, Warm: workflows.SecretRef{Namespace: ns, Name: name}}, nil)
+	run(workflows.ActivityDeleteWarmSecrets, workflows.DeleteWarmSecretsInput{Namespace: ns, Pool: "rbac", Names: []string{name}}, nil)
 }
 
 // noSignals is a Temporal client that takes every signal.

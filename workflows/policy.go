@@ -446,7 +446,26 @@ const (
 	// WarmRetryDelayMax, so a refused credential or a spent budget is not called in a loop.
 	WarmRetryDelay    = 30 * time.Second
 	WarmRetryDelayMax = 10 * time.Minute
+	// WarmSpentBatch: the Secrets of at most this many taken warm registrations go in one
+	// DeleteCollection; 100 runner names keep its label selector a few kilobytes long, well
+	// inside the API server's limits on a request line.
+	WarmSpentBatch = 100
 )
+
+// WarmSecretsPolicy: removing taken warm registrations' Secrets from the warm namespace is
+// quiet-time work on the Kubernetes queue; like WarmRegistrationPolicy it gives up after ten
+// minutes (the pool keeps the names and tries again at its next quiet moment).
+var WarmSecretsPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
 
 // WarmRegistrationPolicy: minting or removing a warm registration is quiet-time work on the
 // GitHub queue. It gives up after ten minutes rather than hold the pool's continue-as-new behind

@@ -50,6 +50,10 @@ type pool struct {
 	// one is due for refresh.
 	warmBusy []string
 	warmWake time.Time
+	// warmApart is changeWarmApart's gate (asked by tendWarm); warmSpentBusy is true while
+	// spent warm Secrets are being removed.
+	warmApart     bool
+	warmSpentBusy bool
 	// plan is the last decision, for QueryStatus.
 	plan Plan
 	// drainers receive what is left in the signal channels before continue-as-new.

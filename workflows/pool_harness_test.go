@@ -263,6 +263,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.registerRunner, activity.RegisterOptions{Name: ActivityRegisterRunner})
 	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
+	env.RegisterActivityWithOptions(h.deleteWarmSecrets, activity.RegisterOptions{Name: ActivityDeleteWarmSecrets})
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	h.playScopeListing(env)
 	env.RegisterActivityWithOptions(h.listEndedRunners, activity.RegisterOptions{Name: ActivityListEndedRunners})

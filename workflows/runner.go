@@ -57,6 +57,12 @@ import (
 // activities and registration on that cluster's task queues (ForCluster); inputs written before
 // that field name none and run on today's queues.
 //
+//   - changeWarmApartCopy (1): a runner whose warm registration is kept outside its namespace
+//     (RegisterRunnerOutput.SecretNamespace, set by pools since their changeWarmApart) starts
+//     with StartWarmRunner — its own Secret written from the warm one, its pod owned by it — in
+//     place of CreateRunnerPod; the warm Secret is its pool's to remove. Asked only by such
+//     runners.
+//
 // Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
 // registration; inputs written before that field have none and run as they always did.
 //
@@ -246,6 +252,19 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 			return fmt.Errorf("register runner: %w", err)
 		}
 		r.registered, r.reg, pod = true, reg, reg.Pod
+	}
+	if warm && r.reg.apart(spec.Namespace) &&
+		workflow.GetVersion(ctx, changeWarmApartCopy, workflow.DefaultVersion, 1) >= 1 {
+		podIn.SecretName = r.in.Name
+		out, err := startWarmRunner(ctx, StartWarmRunnerInput{
+			Pod: podIn, Warm: SecretRef{Cluster: r.in.Cluster, Namespace: r.reg.SecretNamespace, Name: r.reg.SecretName},
+		})
+		if err != nil {
+			return fmt.Errorf("start runner from its warm registration: %w", err)
+		}
+		// From here on the runner's Secret is its own copy; the warm one is its pool's.
+		r.reg.SecretName, r.reg.SecretUID, r.reg.SecretNamespace = out.SecretName, out.SecretUID, ""
+		pod = &out.Pod
 	}
 	reg := r.reg
 	if pod == nil {
@@ -440,6 +459,7 @@ const (
 	changeReadNotGuess        = "registration-check-reads"
 	changeLeanLifecycle       = "lean-lifecycle"
 	changeNeverOnlineEnds     = "never-online-ends"
+	changeWarmApartCopy       = "warm-apart-copy"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.
@@ -533,6 +553,9 @@ func (r *runner) runnerRef() RunnerRef {
 	return RunnerRef{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID, Name: r.in.Name}
 }
 
+// secretRef is the runner's Secret in its own namespace. A warm registration kept apart is
+// addressed there too, by its name: before the runner's copy exists, deleting it finds nothing,
+// and the warm Secret itself is the pool's to remove.
 func (r *runner) secretRef() SecretRef {
 	return SecretRef{Cluster: r.in.Cluster, Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}
 }

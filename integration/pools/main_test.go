@@ -47,7 +47,9 @@ type poolTest struct {
 	name string
 	org  string
 	ns   string
-	c    client.Client
+	// warmNS is the worker's warm namespace when the test set one.
+	warmNS string
+	c      client.Client
 }
 
 func newPoolTest(t *testing.T, name string) *poolTest {

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -32,10 +33,13 @@ const reconcileGrace = 2 * time.Second
 // registration stay, with their Secrets and pod.
 func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	reg := prometheus.NewRegistry()
+	warmNS := world.Kube.NewNamespace(t)
 	p := newPoolTestWith(t, "recon", func(cfg *workerapp.Config) {
 		cfg.Reconcile = &workerapp.ReconcileConfig{Interval: time.Hour, Grace: reconcileGrace}
 		cfg.Metrics = reg
+		cfg.WarmNamespace = warmNS
 	})
+	p.warmNS = warmNS
 	t.Cleanup(func() { _ = p.c.ScheduleClient().GetHandle(p.ctx, workflows.ReconcileScheduleID).Delete(p.ctx) })
 	spec := p.spec(1, 3, "")
 	spec.WarmRegistrations = 1
@@ -210,7 +214,12 @@ func (p *poolTest) exists(object string) bool {
 			return pod.DeletionTimestamp == nil
 		}
 	case workflows.KindSecret:
-		_, err = world.Kubernetes.CoreV1().Secrets(p.ns).Get(p.ctx, name, metav1.GetOptions{})
+		// A warm registration's Secret is in the warm namespace.
+		for _, ns := range slices.Compact([]string{p.ns, cmp.Or(p.warmNS, p.ns)}) {
+			if _, err = world.Kubernetes.CoreV1().Secrets(ns).Get(p.ctx, name, metav1.GetOptions{}); err == nil {
+				break
+			}
+		}
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		p.t.Fatal(err)

@@ -62,6 +62,10 @@ type Config struct {
 	// the name to activities.DefaultPodWatcherLeaseName.
 	PodWatcherLeaseNamespace string
 	PodWatcherLeaseName      string
+	// WarmNamespace is where warm registrations' Secrets are kept until a runner takes one: a
+	// namespace no runner's pod may read Secrets in (docs/security.md). Empty: the Kubernetes
+	// configuration's namespace (in a cluster the worker's own; the kubeconfig context's).
+	WarmNamespace string
 
 	// GitHub configures the GitHub client (token or App, API base URL).
 	GitHub activities.GitHubConfig
@@ -295,7 +299,7 @@ func (a *App) buildWorkers() {
 		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 		DeploymentOptions:            a.deploymentOptions(),
 	})
-	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
+	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes, WarmNamespace: a.warmNamespace()}).Register(gh)
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
 	}
@@ -442,6 +446,29 @@ func podWatcherLeaseNamespace(cfg Config, kubeconfigPath string) string {
 	case cfg.WatchNamespace != "":
 		return cfg.WatchNamespace
 	}
+	return configNamespace(kubeconfigPath)
+}
+
+// warmNamespace is where warm registrations' Secrets go: as configured, else the Kubernetes
+// configuration's namespace (the worker's own in a cluster). When that is the namespace the
+// worker watches runner pods in, warm registrations wait beside the runners and are used there
+// in place: only a runner ServiceAccount without Secret rights keeps them from jobs, which the
+// worker says once at start.
+func (a *App) warmNamespace() string {
+	ns := a.cfg.WarmNamespace
+	if ns == "" {
+		ns = configNamespace(a.cfg.KubeconfigPath)
+	}
+	if ns == a.cfg.WatchNamespace {
+		a.log.Info("Warm registrations wait in the runner namespace: keep the runners' ServiceAccount without Secret rights there, or set --warm-namespace (docs/security.md)",
+			"namespace", ns)
+	}
+	return ns
+}
+
+// configNamespace is the Kubernetes configuration's namespace: the kubeconfig context's, or in
+// a cluster the worker's own; "default" when none says.
+func configNamespace(kubeconfigPath string) string {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfigPath}
 	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
 	if err != nil || ns == "" {
