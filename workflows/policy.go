@@ -203,6 +203,29 @@ var PodCheckPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ClusterLostAfter: a named cluster whose API server no pod read has reached for this long is
+// taken as lost by a runner that never came online there: it leaves, and its pool places
+// another runner on a cluster that answers. Each failed read already waited PodCheckPolicy's
+// two minutes, so the cluster has been silent for five or more: well past the 30–90 s API
+// server hangs runnerflow rides out in place (issue 17), and short beside a job left waiting.
+const ClusterLostAfter = 3 * time.Minute
+
+// ClusterReturnPolicy: a runner that left a lost cluster deletes its Secret there (its pod
+// goes with the Secret) once the cluster answers again. Retries are the server's timers, not
+// history events, so waiting a week costs the runner nothing; a cluster gone longer than that
+// leaves objects labelled as runnerflow's for the operator.
+var ClusterReturnPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 7 * 24 * time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // KubernetesActivityPolicy: API-server calls are short; a conflict or 5xx is retried with
 // backoff to 30 s; an invalid pod template fails at once.
 var KubernetesActivityPolicy = workflow.ActivityOptions{

@@ -49,6 +49,20 @@ import (
 //     of registering again in its own workflow up to MaxRegistrationAttempts: the pool, not the
 //     runner, decides whether another runner is needed.
 //
+//   - changeConfirmGone (1): a listing that no longer has a runner seen online does not end it:
+//     the runner asks GitHub by its id (one GET) and only a 404 ends it; a runner GitHub still
+//     has carries on with GitHub's status, and a later listing that has it withdraws the
+//     question. A listing read in pages skips runners when others are removed between page
+//     reads; before, that ended a busy runner without GitHub's removal and its pod went
+//     mid-job.
+//
+//   - changeClusterLost (1): a runner on a named cluster whose pod no read has reached for
+//     ClusterLostAfter, and that GitHub says is not connected, leaves the cluster: it removes
+//     its registration (the 422 guard still holds), reports failed to its pool with
+//     ClusterLostReason (the pool places another runner on a cluster that answers), then
+//     deletes its Secret when the cluster answers again (ClusterReturnPolicy). Before, it asked
+//     again for ever and its job waited.
+//
 // Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
 // forceRemove only once one arrived, and no history written before it has one; without it the
 // runner issues the commands it always did.
@@ -179,6 +193,8 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 				return r.forceRemove(ctx, end)
 			}
 			return r.finish(ctx, end)
+		case endClusterLost:
+			return r.leaveLostCluster(ctx, end)
 		}
 		if workflow.GetVersion(ctx, changeNeverOnlineEnds, workflow.DefaultVersion, 1) >= 1 {
 			return r.neverOnline(ctx, end)
@@ -208,6 +224,51 @@ func (r *runner) neverOnline(ctx workflow.Context, end ending) (RunnerResult, er
 	}
 	return r.fail(ctx, temporal.NewNonRetryableApplicationError(NeverOnlineReason+": "+end.reason, ErrRunnerFailed, nil))
 }
+
+// leaveLostCluster ends a runner whose cluster is lost (changeClusterLost): it never came
+// online, so it ran no job. GitHub's registration goes first (removal keeps its 422 guard),
+// then the pool hears the runner failed, and places another runner on a cluster that answers;
+// the Secret (and with it the pod) is deleted when the cluster answers again.
+func (r *runner) leaveLostCluster(ctx workflow.Context, end ending) (RunnerResult, error) {
+	r.log.Warn("Runner's cluster is lost; leaving it for its pool to place another runner", "cluster", r.in.Cluster, "reason", end.reason)
+	r.obs.setBusy(false)
+	if r.registered && !end.githubDone {
+		if _, err := removeRunner(ctx, r.runnerRef()); err != nil {
+			return r.fail(ctx, fmt.Errorf("remove runner from GitHub: %w", err))
+		}
+	}
+	r.registered = false
+	reason := ClusterLostReason + ": " + end.reason
+	r.setState(ctx, RunnerFailed, reason)
+	r.cleaningUp = true
+	if err := r.deleteWhenClusterReturns(ctx); err != nil {
+		r.log.Error("Cannot remove the runner's objects from its lost cluster", "cluster", r.in.Cluster, "error", err)
+	}
+	r.drainSignals()
+	return r.result(), temporal.NewNonRetryableApplicationError(reason, ErrRunnerFailed, nil)
+}
+
+// deleteWhenClusterReturns deletes the runner's Secret (its pod goes with it) or, for a pod
+// the Secret does not own, the pod too, waiting for the cluster under ClusterReturnPolicy.
+func (r *runner) deleteWhenClusterReturns(ctx workflow.Context) error {
+	policy := ForCluster(ClusterReturnPolicy, r.in.Cluster)
+	if r.podUID != "" && !r.secretOwnsPod() {
+		if _, err := runActivity[PodRef, Nothing](ctx, policy, ActivityDeleteRunnerPod, r.podRef()); err != nil {
+			return fmt.Errorf("delete runner pod: %w", err)
+		}
+	}
+	r.podUID = ""
+	if r.reg.SecretName != "" {
+		if _, err := runActivity[SecretRef, Nothing](ctx, policy, ActivityDeleteRunnerSecret, r.secretRef()); err != nil {
+			return fmt.Errorf("delete runner secret: %w", err)
+		}
+		r.reg.SecretName, r.reg.SecretUID = "", ""
+	}
+	return nil
+}
+
+// ClusterLostReason begins the reason of a runner that left a lost cluster (changeClusterLost).
+const ClusterLostReason = "cluster lost"
 
 // NeverOnlineReason begins the reason of a runner that ended because it never came online
 // (changeNeverOnlineEnds): its final report to the pool is failed with this reason.
@@ -440,6 +501,8 @@ const (
 	changeReadNotGuess        = "registration-check-reads"
 	changeLeanLifecycle       = "lean-lifecycle"
 	changeNeverOnlineEnds     = "never-online-ends"
+	changeConfirmGone         = "confirm-gone-by-id"
+	changeClusterLost         = "cluster-lost-hands-back"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.

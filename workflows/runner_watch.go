@@ -28,6 +28,8 @@ func (r *runner) watch(ctx workflow.Context) ending {
 			return st.end
 		case actCheckPod:
 			r.checkPod(ctx)
+		case actConfirmGone:
+			r.confirmGone(ctx)
 		case actCheckRegistration:
 			if end, over := r.checkRegistration(ctx); over {
 				return end
@@ -79,8 +81,8 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 	if err == nil && gh.Found && r.reg.RunnerID == 0 {
 		r.reg.RunnerID = gh.RunnerID
 	}
-	v := decideRegistration(viewOfPod(r.obs.PodPhase, r.obs.PodDeleting, podRead), viewOfGitHub(gh, err))
 	now := workflow.Now(ctx)
+	v := decideRegistration(r.podView(ctx, podRead, now), viewOfGitHub(gh, err))
 	switch v.action {
 	case verdictOnline:
 		r.obs.Online = true
@@ -92,9 +94,50 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 		return ending{}, false
 	case verdictWorkOver:
 		return ending{reason: v.reason, githubDone: v.githubDone}, true
+	case verdictClusterLost:
+		return ending{kind: endClusterLost, reason: v.reason, githubDone: v.githubDone}, true
 	}
 	return ending{kind: endReregister, githubDone: v.githubDone,
 		reason: v.reason + ", " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
+}
+
+// podView is what the registration check makes of its pod read. A pod on a named cluster that
+// no read has reached for ClusterLostAfter is on a lost cluster (changeClusterLost); the
+// default cluster is the one the workers run beside, with no other to hand a job to.
+func (r *runner) podView(ctx workflow.Context, podRead bool, now time.Time) podView {
+	v := viewOfPod(r.obs.PodPhase, r.obs.PodDeleting, podRead)
+	if v == podUnreadable && clusterLost(r.in.Cluster, r.obs.PodUnreadSince, now) &&
+		workflow.GetVersion(ctx, changeClusterLost, workflow.DefaultVersion, 1) >= 1 {
+		return podClusterLost
+	}
+	return v
+}
+
+// clusterLost reports whether a named cluster whose pod reads have failed since unreadSince
+// is taken as lost at now.
+func clusterLost(cluster string, unreadSince, now time.Time) bool {
+	return cluster != "" && !unreadSince.IsZero() && !now.Before(unreadSince.Add(ClusterLostAfter))
+}
+
+// confirmGone asks GitHub by id about a runner a listing no longer had (changeConfirmGone):
+// one GET, and only its 404 ends the runner (as GitHub's removal of the registration). A runner
+// GitHub still has keeps running with the status GitHub gives; an answer that did not come is
+// asked again after RegistrationRecheckInterval, the runner carrying on meanwhile.
+func (r *runner) confirmGone(ctx workflow.Context) {
+	gh, err := checkRunnerAtGitHub(ctx, r.runnerRef())
+	now := workflow.Now(ctx)
+	switch {
+	case err != nil:
+		r.log.Warn("Cannot confirm that GitHub no longer has the runner; asking again later", "error", err)
+		r.obs.GoneAsk = now.Add(RegistrationRecheckInterval)
+	case !gh.Found:
+		r.obs.GoneAsk, r.obs.Gone = time.Time{}, true
+	default:
+		if r.reg.RunnerID == 0 {
+			r.reg.RunnerID = gh.RunnerID
+		}
+		r.obs.recordRunnerStatus(RunnerStatusSignal{Online: gh.Online, Busy: gh.Busy}, now, true)
+	}
 }
 
 // checkRegistrationByGuess is the check of histories recorded before changeReadNotGuess: a
@@ -126,8 +169,12 @@ func (r *runner) checkPod(ctx workflow.Context) bool {
 	r.obs.LastPodCheck = now
 	if err != nil {
 		r.log.Warn("Cannot read runner pod; trying again later", "error", err)
+		if r.obs.PodUnreadSince.IsZero() {
+			r.obs.PodUnreadSince = now
+		}
 		return false
 	}
+	r.obs.PodUnreadSince = time.Time{}
 	if !pod.Exists {
 		pod.Phase = PodGone
 	}
@@ -217,7 +264,9 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 			r.obs.recordPod(s, r.podUID, now())
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalRunnerStatus), func(s RunnerStatusSignal) {
-			r.obs.recordRunnerStatus(s, now())
+			confirm := s.Gone && r.obs.Online &&
+				workflow.GetVersion(ctx, changeConfirmGone, workflow.DefaultVersion, 1) >= 1
+			r.obs.recordRunnerStatus(s, now(), confirm)
 			r.obs.noteOnline(now(), time.Time{})
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalJobStarted), func(s JobSignal) {
