@@ -203,11 +203,12 @@ var PodCheckPolicy = workflow.ActivityOptions{
 	},
 }
 
-// ClusterLostAfter: a named cluster whose API server no pod read has reached for this long is
-// taken as lost by a runner that never came online there: it leaves, and its pool places
-// another runner on a cluster that answers. Each failed read already waited PodCheckPolicy's
-// two minutes, so the cluster has been silent for five or more: well past the 30–90 s API
-// server hangs runnerflow rides out in place (issue 17), and short beside a job left waiting.
+// ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
+// of the first read that failed) is taken as lost by a runner that never came online there:
+// it leaves, and its pool places another runner on a cluster that answers. A read fails only
+// after PodCheckPolicy's two minutes, so in practice it takes two failed reads a minute apart,
+// five minutes of silence: well past the 30–90 s API server hangs runnerflow rides out in
+// place (issue 17), and short beside a job left waiting for good.
 const ClusterLostAfter = 3 * time.Minute
 
 // ClusterReturnPolicy: a runner that left a lost cluster deletes its Secret there (its pod

@@ -69,8 +69,8 @@ type RunnerObservations struct {
 	// GoneAsk, when set, is when the runner asks GitHub by its id whether it is still
 	// registered: a listing no longer had it (changeConfirmGone).
 	GoneAsk time.Time `json:"goneAsk,omitzero"`
-	// PodUnreadSince is when a read of the pod first failed, with none succeeding since: how
-	// long the runner's cluster has not answered (changeClusterLost).
+	// PodUnreadSince is when the first of the pod reads that failed began, with none
+	// succeeding since: how long the runner's cluster has not answered (changeClusterLost).
 	PodUnreadSince time.Time `json:"podUnreadSince,omitzero"`
 	Busy           bool      `json:"busy"`
 	JobID          int64     `json:"jobId,omitempty"`

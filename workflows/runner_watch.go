@@ -164,13 +164,14 @@ func (r *runner) checkRegistrationByGuess(ctx workflow.Context) (ending, bool) {
 // checkPod reads the pod: the backstop for a pod-watcher signal that never came. It reports
 // whether the pod could be read.
 func (r *runner) checkPod(ctx workflow.Context) bool {
+	asked := workflow.Now(ctx)
 	pod, err := getRunnerPod(ctx, r.podRef())
 	now := workflow.Now(ctx)
 	r.obs.LastPodCheck = now
 	if err != nil {
 		r.log.Warn("Cannot read runner pod; trying again later", "error", err)
 		if r.obs.PodUnreadSince.IsZero() {
-			r.obs.PodUnreadSince = now
+			r.obs.PodUnreadSince = asked // the cluster has not answered since this read began
 		}
 		return false
 	}

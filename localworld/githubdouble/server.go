@@ -80,6 +80,8 @@ type Server struct {
 	outage *Outage
 	// slow, when positive, holds every REST answer back that long (SetSlowAnswers).
 	slow time.Duration
+	// listRemoval, when set, removes runners after a runner listing's page (RemoveAfterListPage).
+	listRemoval *listRemoval
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
