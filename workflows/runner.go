@@ -225,51 +225,6 @@ func (r *runner) neverOnline(ctx workflow.Context, end ending) (RunnerResult, er
 	return r.fail(ctx, temporal.NewNonRetryableApplicationError(NeverOnlineReason+": "+end.reason, ErrRunnerFailed, nil))
 }
 
-// leaveLostCluster ends a runner whose cluster is lost (changeClusterLost): it never came
-// online, so it ran no job. GitHub's registration goes first (removal keeps its 422 guard),
-// then the pool hears the runner failed, and places another runner on a cluster that answers;
-// the Secret (and with it the pod) is deleted when the cluster answers again.
-func (r *runner) leaveLostCluster(ctx workflow.Context, end ending) (RunnerResult, error) {
-	r.log.Warn("Runner's cluster is lost; leaving it for its pool to place another runner", "cluster", r.in.Cluster, "reason", end.reason)
-	r.obs.setBusy(false)
-	if r.registered && !end.githubDone {
-		if _, err := removeRunner(ctx, r.runnerRef()); err != nil {
-			return r.fail(ctx, fmt.Errorf("remove runner from GitHub: %w", err))
-		}
-	}
-	r.registered = false
-	reason := ClusterLostReason + ": " + end.reason
-	r.setState(ctx, RunnerFailed, reason)
-	r.cleaningUp = true
-	if err := r.deleteWhenClusterReturns(ctx); err != nil {
-		r.log.Error("Cannot remove the runner's objects from its lost cluster", "cluster", r.in.Cluster, "error", err)
-	}
-	r.drainSignals()
-	return r.result(), temporal.NewNonRetryableApplicationError(reason, ErrRunnerFailed, nil)
-}
-
-// deleteWhenClusterReturns deletes the runner's Secret (its pod goes with it) or, for a pod
-// the Secret does not own, the pod too, waiting for the cluster under ClusterReturnPolicy.
-func (r *runner) deleteWhenClusterReturns(ctx workflow.Context) error {
-	policy := ForCluster(ClusterReturnPolicy, r.in.Cluster)
-	if r.podUID != "" && !r.secretOwnsPod() {
-		if _, err := runActivity[PodRef, Nothing](ctx, policy, ActivityDeleteRunnerPod, r.podRef()); err != nil {
-			return fmt.Errorf("delete runner pod: %w", err)
-		}
-	}
-	r.podUID = ""
-	if r.reg.SecretName != "" {
-		if _, err := runActivity[SecretRef, Nothing](ctx, policy, ActivityDeleteRunnerSecret, r.secretRef()); err != nil {
-			return fmt.Errorf("delete runner secret: %w", err)
-		}
-		r.reg.SecretName, r.reg.SecretUID = "", ""
-	}
-	return nil
-}
-
-// ClusterLostReason begins the reason of a runner that left a lost cluster (changeClusterLost).
-const ClusterLostReason = "cluster lost"
-
 // NeverOnlineReason begins the reason of a runner that ended because it never came online
 // (changeNeverOnlineEnds): its final report to the pool is failed with this reason.
 const NeverOnlineReason = "never came online"

@@ -101,24 +101,6 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 		reason: v.reason + ", " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
 }
 
-// podView is what the registration check makes of its pod read. A pod on a named cluster that
-// no read has reached for ClusterLostAfter is on a lost cluster (changeClusterLost); the
-// default cluster is the one the workers run beside, with no other to hand a job to.
-func (r *runner) podView(ctx workflow.Context, podRead bool, now time.Time) podView {
-	v := viewOfPod(r.obs.PodPhase, r.obs.PodDeleting, podRead)
-	if v == podUnreadable && clusterLost(r.in.Cluster, r.obs.PodUnreadSince, now) &&
-		workflow.GetVersion(ctx, changeClusterLost, workflow.DefaultVersion, 1) >= 1 {
-		return podClusterLost
-	}
-	return v
-}
-
-// clusterLost reports whether a named cluster whose pod reads have failed since unreadSince
-// is taken as lost at now.
-func clusterLost(cluster string, unreadSince, now time.Time) bool {
-	return cluster != "" && !unreadSince.IsZero() && !now.Before(unreadSince.Add(ClusterLostAfter))
-}
-
 // confirmGone asks GitHub by id about a runner a listing no longer had (changeConfirmGone):
 // one GET, and only its 404 ends the runner (as GitHub's removal of the registration). A runner
 // GitHub still has keeps running with the status GitHub gives; an answer that did not come is
