@@ -22,7 +22,9 @@ func TestJobsLeaveAClusterLostForGood(t *testing.T) {
 	ct.startWorker("both", clusterA(), clusterB())
 	const pool = "cl-lost"
 	spec := ct.spec(pool, 0, "a", "b")
-	spec.RegistrationTimeout.Duration = 20 * time.Second
+	// a stops well before the runners' registration check, which would otherwise find their
+	// pods running and them offline (never online) and end them while a still answers.
+	spec.RegistrationTimeout.Duration = 45 * time.Second
 	ct.apply(spec)
 	// Runners on a register but never connect (a's simulator keeps them offline), so they are
 	// still registering when a stops; b's simulator has no such fault.
