@@ -27,7 +27,8 @@ func TestBusyRunnerSkippedByAPagedListingFinishesItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The job outlasts a rest interval of the listing, so a listing comes while it runs.
-	p.apply(p.spec(1, 1, "170s"))
+	const jobTime = 170 * time.Second
+	p.apply(p.spec(1, 1, jobTime.String()))
 	st := p.eventually(wait, "the pool's runner idle", func(st workflows.PoolStatus) bool {
 		return count(st, workflows.RunnerIdle, "") == 1
 	})
@@ -45,7 +46,7 @@ func TestBusyRunnerSkippedByAPagedListingFinishesItsJob(t *testing.T) {
 	case <-time.After(workflows.PoolListingInterval + wait/2):
 		t.Fatal("no listing of the organization read its first page")
 	}
-	waitFor(t, wait, "the job completed", func() bool {
+	waitFor(t, jobTime+wait, "the job completed", func() bool {
 		j, _ := world.GitHub.Job(job)
 		return j.Status == githubdouble.StatusCompleted
 	})
