@@ -204,6 +204,30 @@ var PodCheckPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
+// of the first read that failed) is taken as lost by a runner that never came online there:
+// it leaves, and its pool places another runner on a cluster that answers. A read fails only
+// after PodCheckPolicy's two minutes, so in practice it takes two failed reads a minute apart,
+// five minutes of silence: well past the 30–90 s API server hangs runnerflow rides out in
+// place (issue 17), and short beside a job left waiting for good.
+const ClusterLostAfter = 3 * time.Minute
+
+// ClusterReturnPolicy: a runner that left a lost cluster deletes its Secret there (its pod
+// goes with the Secret) once the cluster answers again. Retries are the server's timers, not
+// history events, so waiting a week costs the runner nothing; a cluster gone longer than that
+// leaves objects labelled as runnerflow's for the operator.
+var ClusterReturnPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 7 * 24 * time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // KubernetesActivityPolicy: API-server calls are short; a conflict or 5xx is retried with
 // backoff to 30 s; an invalid pod template fails at once.
 var KubernetesActivityPolicy = workflow.ActivityOptions{

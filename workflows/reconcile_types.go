@@ -59,6 +59,8 @@ type ReconcileObject struct {
 	Scope    *Scope `json:"scope,omitempty"`
 	RunnerID int64  `json:"runnerId,omitempty"`
 	Busy     bool   `json:"busy,omitempty"`
+	// Cluster is the named cluster a pod or Secret is in; empty is the default cluster.
+	Cluster string `json:"cluster,omitempty"`
 	// Namespace, Name and UID address a pod or Secret; CreatedAt is its creation time.
 	Namespace string    `json:"namespace,omitempty"`
 	Name      string    `json:"name,omitempty"`
@@ -75,15 +77,21 @@ func (o ReconcileObject) key() string {
 	if o.Kind == KindRegistration && o.Scope != nil {
 		return string(o.Kind) + "/" + o.Scope.String() + "/" + o.Runner
 	}
+	if o.Cluster != "" {
+		return string(o.Kind) + "/" + o.Cluster + ":" + o.Namespace + "/" + o.Name
+	}
 	return string(o.Kind) + "/" + o.Namespace + "/" + o.Name
 }
 
 // RunnerObject is one pod or Secret with runnerflow's labels, as ListRunnerObjects reports it.
 type RunnerObject struct {
-	Kind      OrphanKind `json:"kind"`
-	Namespace string     `json:"namespace"`
-	Name      string     `json:"name"`
-	UID       string     `json:"uid"`
+	Kind OrphanKind `json:"kind"`
+	// Cluster is the named cluster it was listed in (set by the reconcile workflow); empty is
+	// the default cluster.
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
 	// Pool and Runner are its runnerflow.dev/pool and runnerflow.dev/runner labels, WorkflowID
 	// its runnerflow.dev/workflow-id annotation.
 	Pool       string    `json:"pool,omitempty"`
@@ -116,6 +124,9 @@ type PoolOwnership struct {
 	Running bool `json:"running"`
 	// Scope is where its runners register (zero when a closed pool's is not known).
 	Scope Scope `json:"scope"`
+	// Clusters are the named clusters a running pool places runners on, and those its runners
+	// are on, sorted: reconcile lists pods and Secrets there too.
+	Clusters []string `json:"clusters,omitempty"`
 	// Owned lists the runner names a running pool owns, sorted: its runners (including those
 	// whose workflow has not started yet) and its warm registrations.
 	Owned []string `json:"owned,omitempty"`

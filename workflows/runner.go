@@ -49,6 +49,20 @@ import (
 //     of registering again in its own workflow up to MaxRegistrationAttempts: the pool, not the
 //     runner, decides whether another runner is needed.
 //
+//   - changeConfirmGone (1): a listing that no longer has a runner seen online does not end it:
+//     the runner asks GitHub by its id (one GET) and only a 404 ends it; a runner GitHub still
+//     has carries on with GitHub's status, and a later listing that has it withdraws the
+//     question. A listing read in pages skips runners when others are removed between page
+//     reads; before, that ended a busy runner without GitHub's removal and its pod went
+//     mid-job.
+//
+//   - changeClusterLost (1): a runner on a named cluster whose pod no read has reached for
+//     ClusterLostAfter, and that GitHub says is not connected, leaves the cluster: it removes
+//     its registration (the 422 guard still holds), reports failed to its pool with
+//     ClusterLostReason (the pool places another runner on a cluster that answers), then
+//     deletes its Secret when the cluster answers again (ClusterReturnPolicy). Before, it asked
+//     again for ever and its job waited.
+//
 // Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
 // forceRemove only once one arrived, and no history written before it has one; without it the
 // runner issues the commands it always did.
@@ -185,6 +199,8 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 				return r.forceRemove(ctx, end)
 			}
 			return r.finish(ctx, end)
+		case endClusterLost:
+			return r.leaveLostCluster(ctx, end)
 		}
 		if workflow.GetVersion(ctx, changeNeverOnlineEnds, workflow.DefaultVersion, 1) >= 1 {
 			return r.neverOnline(ctx, end)
@@ -460,6 +476,8 @@ const (
 	changeLeanLifecycle       = "lean-lifecycle"
 	changeNeverOnlineEnds     = "never-online-ends"
 	changeWarmApartCopy       = "warm-apart-copy"
+	changeConfirmGone         = "confirm-gone-by-id"
+	changeClusterLost         = "cluster-lost-hands-back"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.

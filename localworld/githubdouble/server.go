@@ -94,6 +94,8 @@ type Server struct {
 	slow time.Duration
 	// service holds the Actions service's faults: its throttle and outage.
 	service serviceFaults
+	// listRemoval, when set, removes runners after a runner listing's page (RemoveAfterListPage).
+	listRemoval *listRemoval
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
