@@ -40,6 +40,9 @@ type poolHarness struct {
 
 	env      *testsuite.TestWorkflowEnvironment
 	segments int
+	// runStarted is true once this segment's pool run has begun (its first workflow task,
+	// which registers the query and update handlers, has run): see register.
+	runStarted bool
 	events   []*poolEvent
 	// inTransit holds the signals sent to this run that it has not received yet, oldest first.
 	inTransit []*poolEvent
@@ -202,6 +205,12 @@ func (h *poolHarness) register(ev *poolEvent) {
 		if ev.fired || env.IsWorkflowCompleted() {
 			return
 		}
+		// A step due at a new run's first instant can be posted ahead of the run's start on a
+		// loaded machine; the run's handlers do not exist yet, so it waits for the start.
+		if !h.runStarted {
+			h.register(ev)
+			return
+		}
 		if ev.msg != nil {
 			h.deliver(ev)
 			return
@@ -251,6 +260,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	h.env = env
 	// Signals sent to the last run and never received are sent again (their events not fired).
 	h.inTransit = nil
+	h.runStarted = false
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&deliveryWitness{h: h}}})
 	env.SetStartTime(now)
 	env.SetDetachedChildWait(false)
