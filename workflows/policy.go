@@ -636,6 +636,21 @@ var ReconcileRedeliverPolicy = workflow.ActivityOptions{
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 }
 
+// ReconcileProbePolicy: the probe of a hook whose newest delivery failed (a ping, or the
+// redelivery of a delivery that succeeded): its loss costs nothing, so unlike a failed event's
+// redelivery it is retried; given up after two minutes, and the next run probes again.
+var ReconcileProbePolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is
 // reported after five minutes and the next run tries again.
 var ReconcileDeletePolicy = workflow.ActivityOptions{

@@ -183,6 +183,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/jobs/{job_id}", s.handleGetJob)
 	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
 	s.registerHookDeliveries(mux)
+	s.registerHookPings(mux)
 	s.registerRunnerProtocol(mux)
 	mux.HandleFunc("/", s.handleUnknownRoute)
 	return mux
