@@ -1,9 +1,9 @@
 package workflows
 
 import (
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 

@@ -115,18 +115,18 @@ func TestPlanRedeliveries(t *testing.T) {
 			want: []string{"c"}, already: 2,
 		},
 		{
-			name: "the receiver's last answer a failure: a ping probes it, no event is spent",
-			in:   RedeliveryPlanInput{CanPing: true, Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false), failed("b", false)}}},
+			name:     "the receiver's last answer a failure: a ping probes it, no event is spent",
+			in:       RedeliveryPlanInput{CanPing: true, Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false), failed("b", false)}}},
 			deferred: 2, probe: true, by: ProbePing,
 		},
 		{
-			name: "no ping (the App's hook): a delivery that succeeded probes it",
-			in:   RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, ProbeCandidate: up, Failed: []FailedEvent{failed("a", false)}}},
+			name:     "no ping (the App's hook): a delivery that succeeded probes it",
+			in:       RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, ProbeCandidate: up, Failed: []FailedEvent{failed("a", false)}}},
 			deferred: 1, probe: true, by: ProbeSucceededDelivery,
 		},
 		{
-			name: "no ping, nothing succeeded in the window: the events wait",
-			in:   RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false)}}},
+			name:     "no ping, nothing succeeded in the window: the events wait",
+			in:       RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false)}}},
 			deferred: 1, probe: true, by: ProbeNone,
 		},
 		{
