@@ -483,6 +483,14 @@ const (
 	// the runs listings, a read stays a small share of GitHub's 900 points a minute however
 	// long the backlog; runs beyond it keep their last answer until a later read has room.
 	PullJobListingsPerRead = 100
+	// PullJobsPerPage: a run's jobs are read 100 a page, GitHub's largest page.
+	PullJobsPerPage = 100
+	// PullJobPagesPerRun: a run's jobs are read to their third page of 100 (300 jobs): a
+	// matrix generates at most 256 jobs a run (GitHub's documented limit), so only a run with
+	// many jobs besides its matrix has more, and the pool then holds its runners rather than
+	// scale down on a partial answer (PulledRun.Unread). Each page counts against
+	// PullJobListingsPerRead.
+	PullJobPagesPerRun = 3
 	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
 	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
 	DefaultPullScaleUpThreshold   = 0.8

@@ -90,7 +90,7 @@ func (p *pool) startPull(now time.Time, key string) {
 
 // endJobsGone ends the reservations of jobs the last answer listed queued or in progress and
 // this one lists neither: GitHub says they are over, whatever webhooks were lost. Only a
-// complete answer says so (no listing at its one page's limit).
+// complete answer says so (no listing at its one page's limit, no run with an unread page).
 func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 	listed := map[int64]bool{}
 	for _, repo := range cur {
@@ -100,14 +100,17 @@ func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 			}
 		}
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			if run.Unread {
+				return
+			}
+			for _, j := range run.AllJobs() {
 				listed[j.ID] = true
 			}
 		}
 	}
 	for _, repo := range prev {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			for _, j := range run.AllJobs() {
 				if !listed[j.ID] && p.st.Reserved.Holds(j.ID, workflow.Now(p.ctx)) {
 					p.endJobID(j.ID)
 				}
@@ -123,7 +126,7 @@ func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 func (p *pool) applyPulledJobs(repos []PulledRepo) {
 	for _, repo := range repos {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			for _, j := range run.AllJobs() {
 				if j.Status != JobInProgress || j.RunnerName == "" {
 					continue
 				}
@@ -216,7 +219,10 @@ func (p *pool) pullStatus() *PullStatus {
 		Calls: st.Calls, NotModified: st.NotModified}
 	for _, repo := range st.Repos {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			if run.Unread {
+				out.UnreadRuns++
+			}
+			for _, j := range run.AllJobs() {
 				if j.Status == JobQueued {
 					out.Queued++
 				} else {
@@ -234,22 +240,34 @@ func withoutJobs(repos []PulledRepo) []PulledRepo {
 	for _, r := range repos {
 		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
 		for _, run := range r.Runs {
-			c.Runs = append(c.Runs, PulledRun{RunID: run.RunID, ETag: run.ETag})
+			bare := PulledRun{RunID: run.RunID, ETag: run.ETag, Unread: run.Unread}
+			for _, pg := range run.More {
+				bare.More = append(bare.More, PulledPage{ETag: pg.ETag})
+			}
+			c.Runs = append(c.Runs, bare)
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// mergePulled takes a read's answers, with the jobs of each run GitHub answered 304 for taken
-// from the last answers.
+// mergePulled takes a read's answers, with the jobs of each page GitHub answered 304 for (or
+// the read had no room for) taken from the last answers.
 func mergePulled(prev, cur []PulledRepo) []PulledRepo {
 	out := make([]PulledRepo, 0, len(cur))
 	for _, r := range cur {
 		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
 		for _, run := range r.Runs {
+			last := lastRunOf(prev, r.Repository, run.RunID)
 			if run.NotModified {
-				run.Jobs, run.NotModified = lastJobs(prev, r.Repository, run.RunID), false
+				run.Jobs, run.NotModified = last.Jobs, false
+			}
+			run.More = slices.Clone(run.More)
+			for i := range run.More {
+				if run.More[i].NotModified && i < len(last.More) {
+					run.More[i].Jobs = last.More[i].Jobs
+				}
+				run.More[i].NotModified = false
 			}
 			m.Runs = append(m.Runs, run)
 		}
@@ -258,16 +276,16 @@ func mergePulled(prev, cur []PulledRepo) []PulledRepo {
 	return out
 }
 
-func lastJobs(prev []PulledRepo, repo string, runID int64) []PulledJob {
+func lastRunOf(prev []PulledRepo, repo string, runID int64) PulledRun {
 	for _, r := range prev {
 		if r.Repository != repo {
 			continue
 		}
 		for _, run := range r.Runs {
 			if run.RunID == runID {
-				return run.Jobs
+				return run
 			}
 		}
 	}
-	return nil
+	return PulledRun{}
 }

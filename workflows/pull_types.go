@@ -108,12 +108,35 @@ type PulledListing struct {
 // PulledRun is one run's jobs listing, with its ETag; Jobs keeps only the queued and
 // in-progress jobs the pool's runners fit. In an activity's result NotModified says GitHub
 // answered 304: the jobs are the pool's from the last answer (not sent either way, to keep
-// the pool's history small).
+// the pool's history small). ETag, Jobs and NotModified are the first page's.
 type PulledRun struct {
 	RunID       int64       `json:"runId"`
 	ETag        string      `json:"etag,omitempty"`
 	Jobs        []PulledJob `json:"jobs,omitempty"`
 	NotModified bool        `json:"notModified,omitempty"`
+	// More are the pages after the first of a run of more than one page of jobs (a matrix),
+	// at most PullJobPagesPerRun in all, each with its own ETag.
+	More []PulledPage `json:"more,omitempty"`
+	// Unread: the run has jobs on pages this answer does not hold (past PullJobPagesPerRun,
+	// or the read's listings ran out before them), so what it lists is not all the run needs:
+	// the pool scales down on no answer with an unread page (DecidePull).
+	Unread bool `json:"unread,omitempty"`
+}
+
+// PulledPage is one page after the first of a run's jobs, as PulledRun holds its first.
+type PulledPage struct {
+	ETag        string      `json:"etag,omitempty"`
+	Jobs        []PulledJob `json:"jobs,omitempty"`
+	NotModified bool        `json:"notModified,omitempty"`
+}
+
+// AllJobs are the run's jobs on every page read.
+func (r PulledRun) AllJobs() []PulledJob {
+	out := slices.Clone(r.Jobs)
+	for _, p := range r.More {
+		out = append(out, p.Jobs...)
+	}
+	return out
 }
 
 // PulledJob is a queued or in-progress job; RunnerName is the runner running it.
@@ -149,15 +172,18 @@ type PullJobsResult struct {
 
 // PullStatus is the pull's part of PoolStatus.
 type PullStatus struct {
-	Metric      string    `json:"metric"`
-	At          time.Time `json:"at,omitzero"`
-	NextAt      time.Time `json:"nextAt,omitzero"`
-	Error       string    `json:"error,omitempty"`
-	Queued      int       `json:"queued"`
-	InProgress  int       `json:"inProgress"`
-	Target      int       `json:"target,omitempty"`
-	Calls       int64     `json:"calls"`
-	NotModified int64     `json:"notModified"`
+	Metric     string    `json:"metric"`
+	At         time.Time `json:"at,omitzero"`
+	NextAt     time.Time `json:"nextAt,omitzero"`
+	Error      string    `json:"error,omitempty"`
+	Queued     int       `json:"queued"`
+	InProgress int       `json:"inProgress"`
+	Target     int       `json:"target,omitempty"`
+	// UnreadRuns counts the runs with jobs on pages the last answers do not hold: the pool
+	// does not scale down meanwhile.
+	UnreadRuns  int   `json:"unreadRuns,omitempty"`
+	Calls       int64 `json:"calls"`
+	NotModified int64 `json:"notModified"`
 }
 
 // LabelsFit reports whether runners with poolLabels can run a job whose runs-on is jobLabels:
