@@ -167,7 +167,7 @@ func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsIn
 			pr.Runs = append(pr.Runs, keptRun(id, prev))
 			continue
 		}
-		run, err := a.pullRun(ctx, runRead{repo: repo, prev: prev, labels: in.Labels, out: out, left: left}, id)
+		run, err := a.pullRun(ctx, runRead{repo: repo, prev: prev, labels: in.Labels, all: in.AllLabels, out: out, left: left}, id)
 		if isGitHubStatus(err, http.StatusNotFound) {
 			continue // the run was deleted since it was listed
 		}
@@ -185,6 +185,7 @@ type runRead struct {
 	repo   string
 	prev   workflows.PulledRun
 	labels []string
+	all    bool
 	out    *workflows.PullJobsResult
 	left   *int
 }
@@ -211,7 +212,7 @@ func (a *GitHubActivities) pullRun(ctx context.Context, rr runRead, id int64) (w
 			}
 			page = workflows.PulledPage{ETag: got.ETag, NotModified: got.NotModified}
 			if !got.NotModified {
-				page.Jobs, more = fittingJobs(got.Jobs, rr.labels), got.Next
+				page.Jobs, more = fittingJobs(got.Jobs, rr.labels, rr.all), got.Next
 			}
 		}
 		setPage(&run, n, page)
@@ -271,11 +272,18 @@ func countPullCall(out *workflows.PullJobsResult, c Conditional, err error) {
 	}
 }
 
-// fittingJobs keeps the queued and in-progress jobs runners with labels can run.
-func fittingJobs(jobs []JobInfo, labels []string) []workflows.PulledJob {
+// fittingJobs keeps the queued and in-progress jobs runners with labels can run; with all, every
+// one of them with its labels (a shared read, whose pools each take their own).
+func fittingJobs(jobs []JobInfo, labels []string, all bool) []workflows.PulledJob {
 	var out []workflows.PulledJob
 	for _, j := range jobs {
-		if (j.Status == workflows.JobQueued || j.Status == workflows.JobInProgress) && workflows.LabelsFit(labels, j.Labels) {
+		if j.Status != workflows.JobQueued && j.Status != workflows.JobInProgress {
+			continue
+		}
+		switch {
+		case all:
+			out = append(out, workflows.PulledJob{ID: j.ID, Status: j.Status, RunnerName: j.RunnerName, Labels: j.Labels})
+		case workflows.LabelsFit(labels, j.Labels):
 			out = append(out, workflows.PulledJob{ID: j.ID, Status: j.Status, RunnerName: j.RunnerName})
 		}
 	}

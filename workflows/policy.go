@@ -491,6 +491,25 @@ const (
 	// scale down on a partial answer (PulledRun.Unread). Each page counts against
 	// PullJobListingsPerRead.
 	PullJobPagesPerRun = 3
+	// PullAnswerMaxAge: a pool counts on a pull answer no older than this (its shared read
+	// failing since, GitHub down or the budget at its reserve): past it the pool scales on its
+	// reservations alone for that repository and says so in its status. Five minutes is five
+	// reads at the default interval, and what PoolPullPolicy gives one read.
+	PullAnswerMaxAge = 5 * time.Minute
+	// PullShareResendAfter: a repository's pull workflow tells a pool its unchanged part again
+	// this often, so a pool that heard nothing for PullShareSilenceMax knows the workflow is
+	// gone (terminated by hand) rather than quiet. At rest that is one signal a pool and
+	// repository per half hour.
+	PullShareResendAfter = 30 * time.Minute
+	// PullShareSilenceMax: a pool that heard nothing of a repository for this long counts its
+	// answer stale and asks again (a signal-with-start restarts the workflow).
+	PullShareSilenceMax = PullShareResendAfter + PullAnswerMaxAge
+	// PullShareIdleExit: a repository's pull workflow no pool has asked anything of for this
+	// long ends; the next demand starts it again.
+	PullShareIdleExit = 10 * time.Minute
+	// PullShareReadsPerRun: the workflow continues as new after this many reads (a read and
+	// its signals are a handful of events), as the scope listing does.
+	PullShareReadsPerRun = 100
 	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
 	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
 	DefaultPullScaleUpThreshold   = 0.8

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -35,14 +36,31 @@ func (p *pool) pullOn() bool {
 // section does nothing here.
 func (p *pool) tendPull(now time.Time) {
 	if !p.pullOn() {
+		if st := p.st.Pull; st != nil && len(st.Demanded) > 0 {
+			p.tendSharedPull(now) // withdraw from the shared reads first
+			return
+		}
 		p.st.Pull = nil
 		return
 	}
 	spec := *p.st.Spec.Pull
 	key := p.pullKey()
 	if p.st.Pull == nil || p.st.Pull.Key != key {
-		// What was read for other repositories, labels or metric counts for nothing now.
-		p.st.Pull = &PullState{Key: key, Calls: p.pullCalls(), NotModified: p.pullNotModified()}
+		// What was read for other repositories, labels or metric counts for nothing now; what
+		// was asked of shared reads stays, to be changed or withdrawn.
+		next := &PullState{Key: key, Calls: p.pullCalls(), NotModified: p.pullNotModified()}
+		if p.st.Pull != nil {
+			next.Shared, next.Demanded = p.st.Pull.Shared, p.st.Pull.Demanded
+		}
+		p.st.Pull = next
+	}
+	shared := p.sharesPull()
+	p.st.Pull.Shared = shared
+	if shared || len(p.st.Pull.Demanded) > 0 {
+		p.tendSharedPull(now) // demands, or a withdrawal after the metric changed
+		if shared {
+			return
+		}
 	}
 	st := p.st.Pull
 	if p.pulling || now.Before(st.NextAt) {
@@ -149,7 +167,23 @@ func (p *pool) pullDecision(now time.Time) *PullDecision {
 	if !p.pullOn() || p.st.Pull == nil {
 		return nil
 	}
-	d := DecidePull(p.pullInput(now, false))
+	in := p.pullInput(now, false)
+	var stale []string
+	if p.st.Pull.Shared {
+		in.Repos, stale = freshPulled(in.Repos, now)
+		// A shared answer comes only when it changed: unchanged, it holds as of the shared
+		// read at most an interval ago, so only runners that ended since then may have run a
+		// job it lists. With no answer counted on, none is taken to have.
+		in.ReadAt = laterOf(in.ReadAt, now.Add(-p.st.Spec.Pull.IntervalOrDefault()))
+		if len(in.Repos) == 0 {
+			in.ReadAt = now
+		}
+	}
+	d := DecidePull(in)
+	if len(stale) > 0 {
+		d.Why += fmt.Sprintf("; %d repositories' answers not counted on (older than %s): their jobs counted from reservations alone",
+			len(stale), PullAnswerMaxAge)
+	}
 	return &d
 }
 
@@ -168,6 +202,9 @@ func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
 func (p *pool) pullWake() time.Time {
 	if p.pulling || p.st.Pull == nil || p.st.Spec.Pull == nil {
 		return time.Time{}
+	}
+	if p.st.Pull.Shared {
+		return p.sharedPullWake()
 	}
 	return p.st.Pull.NextAt
 }
@@ -216,8 +253,12 @@ func (p *pool) pullStatus() *PullStatus {
 		return nil
 	}
 	out := &PullStatus{Metric: p.st.Spec.Pull.Metric, At: st.At, NextAt: st.NextAt, Error: st.Error, Target: st.Target,
-		Calls: st.Calls, NotModified: st.NotModified}
-	for _, repo := range st.Repos {
+		Calls: st.Calls, NotModified: st.NotModified, Shared: st.Shared}
+	repos := st.Repos
+	if st.Shared {
+		repos, out.Stale = freshPulled(st.Repos, workflow.Now(p.ctx))
+	}
+	for _, repo := range repos {
 		for _, run := range repo.Runs {
 			if run.Unread {
 				out.UnreadRuns++

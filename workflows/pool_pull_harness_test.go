@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -59,6 +60,13 @@ func (s *pullSim) pull(ctx context.Context, in PullJobsInput) (PullJobsResult, e
 	return PullJobsResult{Repos: []PulledRepo{repo}, Calls: 1}, nil
 }
 
+// ownReads plays GitHub for a pool that reads its repositories itself: the pool runs as before
+// change shared-pull (histories recorded then, and runs that began so).
+func ownReads(h *poolHarness, sim *pullSim) {
+	h.env.OnGetVersion(changeSharedPull, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs})
+}
+
 // pullScenario: a pool with no webhook at all starts runners for the jobs its pull reads
 // queued, keeps them while they run (the answer moves on), and scales to zero after; quiet
 // reads are 304s. Its reads and decisions come out the same across continue-as-new.
@@ -70,7 +78,7 @@ func pullScenario(sim *pullSim) poolScenario {
 			spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
 			spec.ScaleDownDelay = &metav1.Duration{Duration: time.Minute}
 			spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
-			h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+			h.onSegment = func() { ownReads(h, sim) }
 			var busy []string
 			h.check(50*time.Second, "no runner without queued jobs", func(st PoolStatus) bool { return len(st.Runners) == 0 && st.Pull != nil })
 			h.at(time.Minute, func() { sim.set(1, 2) })
@@ -128,7 +136,7 @@ func TestPullEndsReservationsOfJobsGitHubNoLongerLists(t *testing.T) {
 	spec := poolTestSpec()
 	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
 	spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
-	h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+	h.onSegment = func() { ownReads(h, sim) }
 	h.at(time.Minute, func() {
 		sim.set(7)
 		h.update("queued", UpdateReservations, reserve(JobQueued, 7))
@@ -153,7 +161,7 @@ func TestPullHoldsRunnersWhileARunHasUnreadPages(t *testing.T) {
 	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
 	spec.ScaleDownDelay = &metav1.Duration{Duration: time.Minute}
 	spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
-	h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+	h.onSegment = func() { ownReads(h, sim) }
 	h.at(30*time.Second, func() { sim.set(1, 2, 3) })
 	h.check(2*time.Minute, "a runner per queued job", func(st PoolStatus) bool { return countState(st, RunnerIdle, "") == 3 })
 	h.at(2*time.Minute+time.Second, func() {

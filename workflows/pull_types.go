@@ -88,6 +88,18 @@ type PullState struct {
 	// GitHub answered 304 Not Modified (which cost no budget).
 	Calls       int64 `json:"calls,omitempty"`
 	NotModified int64 `json:"notModified,omitempty"`
+	// Shared: the pool reads its repositories through their shared pull workflows
+	// (RepoPullWorkflow, change shared-pull); Demanded is what it asked of each.
+	Shared   bool           `json:"shared,omitempty"`
+	Demanded []PullDemanded `json:"demanded,omitempty"`
+}
+
+// PullDemanded is what a pool last asked of one repository's pull workflow, and when.
+type PullDemanded struct {
+	Repository string        `json:"repository"`
+	Interval   time.Duration `json:"interval"`
+	Labels     string        `json:"labels"`
+	At         time.Time     `json:"at"`
 }
 
 // PulledRepo is one repository's last answers: its runs listings (queued, in progress) and
@@ -96,6 +108,11 @@ type PulledRepo struct {
 	Repository string          `json:"repository"`
 	Listings   []PulledListing `json:"listings,omitempty"`
 	Runs       []PulledRun     `json:"runs,omitempty"`
+	// At, Heard and Stale are a shared read's (pool state only): when GitHub was read, when
+	// the pool was told, and why the answer must not be counted on (PullAnswerMaxAge).
+	At    time.Time `json:"at,omitzero"`
+	Heard time.Time `json:"heard,omitzero"`
+	Stale string    `json:"stale,omitempty"`
 }
 
 // PulledListing is one runs listing of a repository by status, with its ETag.
@@ -144,6 +161,9 @@ type PulledJob struct {
 	ID         int64  `json:"id"`
 	Status     string `json:"status"`
 	RunnerName string `json:"runnerName,omitempty"`
+	// Labels are the job's runs-on, kept only in a shared read's answer (PullJobsInput.AllLabels),
+	// where each pool takes the jobs its labels fit.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // ActivityPullJobs reads the queued and in-progress jobs of a pool's repositories at GitHub.
@@ -158,6 +178,9 @@ type PullJobsInput struct {
 	Labels []string     `json:"labels"`
 	Repos  []string     `json:"repos"`
 	Last   []PulledRepo `json:"last,omitempty"`
+	// AllLabels keeps every queued and in-progress job with its labels (a shared read,
+	// RepoPullWorkflow), not only those Labels fit.
+	AllLabels bool `json:"allLabels,omitempty"`
 }
 
 // PullJobsResult is the new answers, one per repository of the input, and what they cost.
@@ -179,6 +202,11 @@ type PullStatus struct {
 	Queued     int       `json:"queued"`
 	InProgress int       `json:"inProgress"`
 	Target     int       `json:"target,omitempty"`
+	// Shared: the repositories are read by their shared pull workflows; Stale lists those
+	// whose answer is too old to count on, with why (the pool counts their jobs from its
+	// reservations alone).
+	Shared bool     `json:"shared,omitempty"`
+	Stale  []string `json:"stale,omitempty"`
 	// UnreadRuns counts the runs with jobs on pages the last answers do not hold: the pool
 	// does not scale down meanwhile.
 	UnreadRuns  int   `json:"unreadRuns,omitempty"`
