@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,4 +84,45 @@ func TestPoolSharesItsPullAndFallsBackOnAStaleAnswer(t *testing.T) {
 		return reads.count() == 2 && len(st.Pull.Stale) == 1 && st.Desired == 0
 	})
 	h.run(spec, 3*time.Minute+PullShareSilenceMax+2*time.Minute)
+}
+
+func TestPullDemandsToSend(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	asked := func(repo string, at time.Time) PullDemanded {
+		return PullDemanded{Repository: repo, Interval: time.Minute, Labels: "linux,self-hosted", At: at}
+	}
+	base := PullDemandsInput{Pool: "p", Labels: []string{"self-hosted", "Linux"}, Repos: []string{"acme/app", "acme/api"}, Interval: time.Minute, Now: now}
+	for _, tc := range []struct {
+		name string
+		with func(*PullDemandsInput)
+		want []string // repository:interval:resend
+	}{
+		{"nothing asked yet: every repository, with a resend", nil, []string{"acme/app:1m0s:true", "acme/api:1m0s:true"}},
+		{"asked and heard: nothing", func(in *PullDemandsInput) {
+			in.Demanded = []PullDemanded{asked("acme/api", now), asked("acme/app", now)}
+		}, nil},
+		{"a new interval or labels: asked again", func(in *PullDemandsInput) {
+			in.Demanded = []PullDemanded{asked("acme/api", now), asked("acme/app", now)}
+			in.Interval, in.Labels = 2*time.Minute, []string{"gpu"}
+		}, []string{"acme/app:2m0s:true", "acme/api:2m0s:true"}},
+		{"a repository no longer read: withdrawn", func(in *PullDemandsInput) {
+			in.Demanded = []PullDemanded{asked("acme/api", now), asked("acme/app", now), asked("acme/old", now)}
+		}, []string{"acme/old:0s:false"}},
+		{"silent since PullShareSilenceMax: asked again", func(in *PullDemandsInput) {
+			in.Demanded = []PullDemanded{asked("acme/api", now.Add(-time.Hour)), asked("acme/app", now.Add(-time.Hour))}
+			in.Answers = []PulledRepo{{Repository: "acme/app", Heard: now.Add(-time.Minute)}}
+		}, []string{"acme/api:1m0s:true"}},
+	} {
+		in := base
+		if tc.with != nil {
+			tc.with(&in)
+		}
+		var got []string
+		for _, d := range PullDemandsToSend(in) {
+			got = append(got, fmt.Sprintf("%s:%s:%t", d.Repository, d.Demand.Interval, d.Demand.Resend))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
