@@ -82,3 +82,41 @@ func TestRepoPullReadsOnceForEveryPool(t *testing.T) {
 		}
 	}
 }
+
+// Each pool is told its part when it changed, when the answer went stale, and when it was last
+// told PullShareResendAfter ago; a new label set or a resend makes the next read reach it.
+func TestSplitRepoPull(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	answer := PulledRepo{Repository: "acme/app", Runs: []PulledRun{{RunID: 9, Jobs: []PulledJob{
+		{ID: 1, Status: JobQueued, Labels: []string{"linux"}}, {ID: 2, Status: JobQueued, Labels: []string{"gpu"}}}}}}
+	st := RepoPullState{Repository: "acme/app", Answer: answer, LastOK: now}
+	st.Pools = RecordPullDemand(nil, PullDemand{Pool: "linux", Labels: []string{"linux"}, Interval: time.Minute})
+	st.Pools = RecordPullDemand(st.Pools, PullDemand{Pool: "gpu", Labels: []string{"gpu"}, Interval: time.Minute})
+	first := SplitRepoPull(st, now)
+	if len(first) != 2 || first[0].Pool != "gpu" || first[0].Signal.Repo.Runs[0].Jobs[0].ID != 2 {
+		t.Fatalf("first split %+v: want both pools told, each its own job", first)
+	}
+	for i, s := range first {
+		st.Pools[i].Sent, st.Pools[i].SentAt = s.Digest, now
+	}
+	if again := SplitRepoPull(st, now.Add(time.Minute)); len(again) != 0 {
+		t.Errorf("an unchanged answer told %+v; want nobody", again)
+	}
+	if late := SplitRepoPull(st, now.Add(PullShareResendAfter)); len(late) != 2 {
+		t.Errorf("after PullShareResendAfter %d pools told; want both again", len(late))
+	}
+	stale := SplitRepoPull(st, now.Add(PullAnswerMaxAge))
+	if len(stale) != 2 || stale[0].Signal.Stale == "" {
+		t.Errorf("no read for PullAnswerMaxAge: %+v; want both pools told it is stale", stale)
+	}
+	st.Pools = RecordPullDemand(st.Pools, PullDemand{Pool: "gpu", Labels: []string{"gpu", "large"}, Interval: time.Minute})
+	if relabelled := SplitRepoPull(st, now.Add(time.Minute)); len(relabelled) != 1 || relabelled[0].Pool != "gpu" {
+		t.Errorf("after gpu's labels changed %+v; want gpu told again", relabelled)
+	}
+	if next := NextRepoPull(RepoPullState{LastRead: now, Pools: []RepoPullPool{{PullDemand: PullDemand{Interval: time.Second}}}}); !next.Equal(now.Add(MinPullInterval)) {
+		t.Errorf("next read %s; want no sooner than MinPullInterval", next)
+	}
+	if left := RecordPullDemand(st.Pools, PullDemand{Pool: "gpu"}); len(left) != 1 || left[0].Pool != "linux" {
+		t.Errorf("after gpu withdrew %+v; want linux alone", left)
+	}
+}
