@@ -538,6 +538,33 @@ const (
 	// the runs listings, a read stays a small share of GitHub's 900 points a minute however
 	// long the backlog; runs beyond it keep their last answer until a later read has room.
 	PullJobListingsPerRead = 100
+	// PullJobsPerPage: a run's jobs are read 100 a page, GitHub's largest page.
+	PullJobsPerPage = 100
+	// PullJobPagesPerRun: a run's jobs are read to their third page of 100 (300 jobs): a
+	// matrix generates at most 256 jobs a run (GitHub's documented limit), so only a run with
+	// many jobs besides its matrix has more, and the pool then holds its runners rather than
+	// scale down on a partial answer (PulledRun.Unread). Each page counts against
+	// PullJobListingsPerRead.
+	PullJobPagesPerRun = 3
+	// PullAnswerMaxAge: a pool counts on a pull answer no older than this (its shared read
+	// failing since, GitHub down or the budget at its reserve): past it the pool scales on its
+	// reservations alone for that repository and says so in its status. Five minutes is five
+	// reads at the default interval, and what PoolPullPolicy gives one read.
+	PullAnswerMaxAge = 5 * time.Minute
+	// PullShareResendAfter: a repository's pull workflow tells a pool its unchanged part again
+	// this often, so a pool that heard nothing for PullShareSilenceMax knows the workflow is
+	// gone (terminated by hand) rather than quiet. At rest that is one signal a pool and
+	// repository per half hour.
+	PullShareResendAfter = 30 * time.Minute
+	// PullShareSilenceMax: a pool that heard nothing of a repository for this long counts its
+	// answer stale and asks again (a signal-with-start restarts the workflow).
+	PullShareSilenceMax = PullShareResendAfter + PullAnswerMaxAge
+	// PullShareIdleExit: a repository's pull workflow no pool has asked anything of for this
+	// long ends; the next demand starts it again.
+	PullShareIdleExit = 10 * time.Minute
+	// PullShareReadsPerRun: the workflow continues as new after this many reads (a read and
+	// its signals are a handful of events), as the scope listing does.
+	PullShareReadsPerRun = 100
 	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
 	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
 	DefaultPullScaleUpThreshold   = 0.8
@@ -689,6 +716,21 @@ var ReconcileRedeliverPolicy = workflow.ActivityOptions{
 	StartToCloseTimeout:    30 * time.Second,
 	ScheduleToCloseTimeout: 10 * time.Minute,
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// ReconcileProbePolicy: the probe of a hook whose newest delivery failed (a ping, or the
+// redelivery of a delivery that succeeded): its loss costs nothing, so unlike a failed event's
+// redelivery it is retried; given up after two minutes, and the next run probes again.
+var ReconcileProbePolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
 }
 
 // ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is

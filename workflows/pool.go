@@ -66,6 +66,9 @@ type pool struct {
 	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
 	pulling     bool
 	pullVersion *workflow.Version
+	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
+	// (pool_pull_shared.go).
+	sharedVersion *workflow.Version
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -103,6 +106,7 @@ func (p *pool) run() error {
 	}
 	p.receiveSignals()
 	p.receiveScopeListing()
+	p.receiveRepoPull()
 	for {
 		now := workflow.Now(p.ctx)
 		p.changed = false

@@ -43,7 +43,7 @@ type poolHarness struct {
 	// runStarted is true once this segment's pool run has begun (its first workflow task,
 	// which registers the query and update handlers, has run): see register.
 	runStarted bool
-	events   []*poolEvent
+	events     []*poolEvent
 	// inTransit holds the signals sent to this run that it has not received yet, oldest first.
 	inTransit []*poolEvent
 

@@ -289,6 +289,8 @@ func (a *App) buildWorkers() {
 		activity.RegisterOptions{Name: workflows.ActivityStartRunnerWorkflows})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandScopeListing,
 		activity.RegisterOptions{Name: workflows.ActivityDemandScopeListing})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandRepoPull,
+		activity.RegisterOptions{Name: workflows.ActivityDemandRepoPull})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListEndedRunners,
 		activity.RegisterOptions{Name: workflows.ActivityListEndedRunners})
 	if a.cfg.Register != nil {
@@ -341,6 +343,7 @@ func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
 	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ScopeListingWorkflow, workflow.RegisterOptions{Name: workflows.ScopeListingWorkflowType, VersioningBehavior: v.pool})
+	r.RegisterWorkflowWithOptions(workflows.RepoPullWorkflow, workflow.RegisterOptions{Name: workflows.RepoPullWorkflowType, VersioningBehavior: v.pool})
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends

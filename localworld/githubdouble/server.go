@@ -209,6 +209,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/jobs/{job_id}", s.handleGetJob)
 	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
 	s.registerHookDeliveries(mux)
+	s.registerHookPings(mux)
 	s.registerRunnerProtocol(mux)
 	s.registerActionsService(mux)
 	// GitHub Enterprise Server serves the REST API under /api/v3, and the scale-set client
