@@ -8,6 +8,10 @@ import (
 const (
 	// changeRedeliver: a run with a hook redelivers its failed deliveries before looking for orphans.
 	changeRedeliver = "reconcile-redeliver"
+	// changeWarmNamespace: a run whose input names a warm namespace other than its namespace
+	// also lists the runnerflow Secrets there (reconcile.go, warmListing). Asked only then, so
+	// runs without one carry no marker.
+	changeWarmNamespace = "reconcile-warm-namespace"
 )
 
 // MetricReconcileRedelivered counts the webhook deliveries reconcile redelivered (GitHub accepted
