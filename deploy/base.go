@@ -19,6 +19,11 @@ import (
 const (
 	// Namespace holds the worker, the starter and the runner pods.
 	Namespace = "runnerflow"
+	// WarmNamespace is the worker's --warm-namespace: warm registrations' Secrets wait there,
+	// apart from the runner pods, and nothing else is there.
+	WarmNamespace = "runnerflow-warm"
+	// WarmRole is the worker's Role (and RoleBinding) in WarmNamespace: Secrets only.
+	WarmRole = "runnerflow-worker-warm"
 	// WorkerServiceAccount is the worker's identity, bound to the namespaced Role of the same name.
 	WorkerServiceAccount = "runnerflow-worker"
 	// StarterServiceAccount is the starter's identity; it is bound to nothing.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,6 +52,74 @@ func TestRunnerServiceAccountIsBoundToNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Warm registrations wait apart from the runners in the base and in the chart's defaults: the
+// worker is told a warm namespace (--warm-namespace) other than the one it runs runners in
+// (--watch-namespace), it has a Role there bound to it alone, and nothing binds the runners'
+// ServiceAccount in either namespace (TestRunnerServiceAccountIsBoundToNothing looks at every
+// binding rendered; TestRunnerServiceAccountMayDoNothing asks the API server).
+func TestWarmRegistrationsWaitApartFromTheRunners(t *testing.T) {
+	for _, tc := range []struct {
+		name, workerSA, warmRole string
+		objs                     []*unstructured.Unstructured
+	}{
+		{"kustomize", deploy.WorkerServiceAccount, deploy.WarmRole, renderBase(t)},
+		{"helm", "runnerflow-worker", "runnerflow-worker-warm", mustRenderChart(t, "runnerflow", deploy.Namespace, "").all()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := workerFlags(t, tc.objs)
+			warm, runners := args["--warm-namespace"], args["--watch-namespace"]
+			if warm == "" || runners == "" || warm == runners {
+				t.Fatalf("the worker runs runners in %q and keeps warm registrations in %q; want two namespaces", runners, warm)
+			}
+			var binding rbacv1.RoleBinding
+			typed(t, tc.objs, "RoleBinding", tc.warmRole, &binding)
+			want := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: tc.workerSA, Namespace: runners}}
+			if binding.Namespace != warm || binding.RoleRef.Name != tc.warmRole || !slices.Equal(binding.Subjects, want) {
+				t.Errorf("RoleBinding %s/%s binds %v to %v; want the worker's warm Role in %s to %v", binding.Namespace, binding.Name,
+					binding.RoleRef, binding.Subjects, warm, want)
+			}
+			var ns corev1.Namespace
+			typed(t, tc.objs, "Namespace", warm, &ns)
+		})
+	}
+}
+
+// The chart takes a warm namespace it is given, made by someone else, and refuses the release's
+// own.
+func TestChartWarmNamespaceValues(t *testing.T) {
+	objs := mustRenderChart(t, "runnerflow", deploy.Namespace, "warm: {namespace: ci-credentials, createNamespace: false}").all()
+	if got := workerFlags(t, objs)["--warm-namespace"]; got != "ci-credentials" {
+		t.Errorf("--warm-namespace=%s, want ci-credentials", got)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			t.Errorf("warm.createNamespace: false renders Namespace %s", o.GetName())
+		}
+	}
+	var role rbacv1.Role
+	typed(t, objs, "Role", "runnerflow-worker-warm", &role)
+	if role.Namespace != "ci-credentials" {
+		t.Errorf("the worker's warm Role is in %q, want ci-credentials", role.Namespace)
+	}
+	_, err := renderChart("runnerflow", deploy.Namespace, "warm: {namespace: "+deploy.Namespace+"}")
+	if err == nil || !strings.Contains(err.Error(), "warm.namespace") {
+		t.Errorf("warm.namespace set to the release's namespace: %v; want it refused", err)
+	}
+}
+
+// workerFlags are the worker Deployment's --name=value arguments.
+func workerFlags(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	var d appsv1.Deployment
+	typed(t, objs, "Deployment", "runnerflow-worker", &d)
+	out := map[string]string{}
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		name, value, _ := strings.Cut(a, "=")
+		out[name] = value
+	}
+	return out
 }
 
 // The chart's NetworkPolicy, when asked for, is the example the kustomize users apply, and it

@@ -132,6 +132,10 @@ func (r *reconcile) list(scopes []Scope, clusters []string) []ReconcileObject {
 	kube := workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, ReconcileReadPolicy),
 		ActivityListRunnerObjects, ListRunnerObjectsInput{Namespace: r.in.Namespace})
 	named := r.listNamedClusters(clusters)
+	var warm workflow.Future
+	if in, ok := r.warmListing(); ok {
+		warm = workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, ReconcileReadPolicy), ActivityListRunnerObjects, in)
+	}
 	var listed []ScopeRunners
 	for i, f := range listings {
 		var res ListRunnersResult
@@ -142,11 +146,17 @@ func (r *reconcile) list(scopes []Scope, clusters []string) []ReconcileObject {
 		listed = append(listed, ScopeRunners{Scope: scopes[i], Runners: res.Runners})
 		r.listed = append(r.listed, scopes[i])
 	}
-	var objects ListRunnerObjectsResult
+	var objects, warmObjects ListRunnerObjectsResult
 	if err := kube.Get(r.ctx, &objects); err != nil {
 		r.report.Errors = append(r.report.Errors, fmt.Sprintf("list pods and Secrets: %v", err))
 	}
 	objects.Objects = append(objects.Objects, r.namedObjects(named)...)
+	if warm != nil {
+		if err := warm.Get(r.ctx, &warmObjects); err != nil {
+			r.report.Errors = append(r.report.Errors, fmt.Sprintf("list warm Secrets in %s: %v", r.in.WarmNamespace, err))
+		}
+		objects.Objects = append(objects.Objects, warmObjects.Objects...)
+	}
 	all := InventoryObjects(listed, objects.Objects)
 	for _, o := range all {
 		switch o.Kind {
@@ -201,6 +211,19 @@ func (r *reconcile) namedObjects(listings []clusterListing) []RunnerObject {
 		}
 	}
 	return out
+}
+
+// warmListing is the listing of the warm namespace's Secrets, when the run has one apart from
+// the namespace it lists (a run over all namespaces lists the warm one anyway). Warm
+// registrations' Secrets wait there, labelled as any runner's, so an orphaned one is judged
+// and removed like any other Secret.
+func (r *reconcile) warmListing() (ListRunnerObjectsInput, bool) {
+	ns := r.in.WarmNamespace
+	if ns == "" || r.in.Namespace == "" || ns == r.in.Namespace ||
+		workflow.GetVersion(r.ctx, changeWarmNamespace, workflow.DefaultVersion, 1) < 1 {
+		return ListRunnerObjectsInput{}, false
+	}
+	return ListRunnerObjectsInput{Namespace: ns, Kinds: []OrphanKind{KindSecret}}, true
 }
 
 // remove carries out the plan: registrations (a busy one keeps its runner's pod and Secret),

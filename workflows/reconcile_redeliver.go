@@ -11,6 +11,10 @@ const (
 	// changeHarmlessProbe: a hook whose newest delivery failed is probed with a ping or the
 	// redelivery of a delivery that succeeded, never with a failed event (which it would spend).
 	changeHarmlessProbe = "reconcile-harmless-probe"
+	// changeWarmNamespace: a run whose input names a warm namespace other than its namespace
+	// also lists the runnerflow Secrets there (reconcile.go, warmListing). Asked only then, so
+	// runs without one carry no marker.
+	changeWarmNamespace = "reconcile-warm-namespace"
 )
 
 // MetricReconcileRedelivered counts the webhook deliveries reconcile redelivered (GitHub accepted

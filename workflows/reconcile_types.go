@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,6 +29,10 @@ type ReconcileInput struct {
 	// Namespace limits the Kubernetes side to one namespace (the worker's --watch-namespace);
 	// empty means all namespaces.
 	Namespace string `json:"namespace,omitempty"`
+	// WarmNamespace is where the worker keeps warm registrations' Secrets (its
+	// --warm-namespace). When Namespace names another one, its runnerflow Secrets are listed
+	// too, so a warm registration whose pool is gone is removed there; empty lists none.
+	WarmNamespace string `json:"warmNamespace,omitempty"`
 	// Grace: an object must be seen orphaned twice, this far apart, before it is removed (and a
 	// pod or Secret must be at least this old); zero means ReconcileGrace.
 	Grace time.Duration `json:"grace,omitempty"`
@@ -107,6 +112,14 @@ type RunnerObject struct {
 // ListRunnerObjectsInput names the namespace to list; empty lists all.
 type ListRunnerObjectsInput struct {
 	Namespace string `json:"namespace,omitempty"`
+	// Kinds limits the listing to these kinds (KindPod, KindSecret); empty lists both. The warm
+	// namespace holds Secrets only, and the worker may not list pods there.
+	Kinds []OrphanKind `json:"kinds,omitempty"`
+}
+
+// Lists reports whether the listing covers kind.
+func (in ListRunnerObjectsInput) Lists(kind OrphanKind) bool {
+	return len(in.Kinds) == 0 || slices.Contains(in.Kinds, kind)
 }
 
 // ListRunnerObjectsResult holds the pods and Secrets, sorted by kind, namespace and name.

@@ -140,6 +140,8 @@ type App struct {
 	watcher  *activities.ElectedPodWatcher
 	clusters []clusterServer
 	obs      observability
+	// warmNS is the default cluster's warm namespace, as warmNamespace resolved it.
+	warmNS string
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -301,7 +303,8 @@ func (a *App) buildWorkers() {
 		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 		DeploymentOptions:            a.deploymentOptions(),
 	})
-	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes, WarmNamespace: a.warmNamespace()}).Register(gh)
+	a.warmNS = a.warmNamespace()
+	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes, WarmNamespace: a.warmNS}).Register(gh)
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
 	}
