@@ -3,16 +3,24 @@ GO ?= go
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo test tools vet bench bench-arc record-histories fault-long
+.PHONY: demo test tools lint vet bench bench-arc record-histories fault-long upgrade-check lint-only
 
 ## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
 demo: tools
 	$(GO) run ./demo
 
-## test: build the test world's tools once per machine, then run every test (race detector on).
+## test: build the test world's tools once per machine, then run the checkers and every test (race detector on).
 test: tools
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory lint-only
 	$(GO) test -race -count=1 -timeout 80m ./...
+
+## lint: workflowcheck (determinism of the workflow code, configured in workflows/workflowcheck.yaml)
+## and staticcheck, both built at pinned versions by scripts/tools.sh (tools/lint).
+lint: tools lint-only
+lint-only:
+	bin/workflowcheck -config workflows/workflowcheck.yaml ./workflows/...
+	bin/staticcheck ./...
 
 ## bench: measure runnerflow in the local test world (takes the machine for a while; see docs/benchmarks.md).
 ## BENCH_FLAGS passes options, e.g. make bench BENCH_FLAGS='--jobs 100 --idle 1000'.
