@@ -8,11 +8,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Pool change ids (workflow.GetVersion), continued from pool_handlers.go:
-//   - changeWarmRegistrations (1): a pool with warmRegistrations mints, refreshes and removes
-//     registrations ahead of its runners; before, a spec's warmRegistrations (written by a
-//     newer starter) was ignored. Asked only when the pool has warm work, so histories of pools
-//     without warm registrations carry no marker.
+// changeWarmRegistrations gates warm work: before it, a spec's warmRegistrations (written by
+// a newer starter) was ignored. Asked only when the pool has warm work, so histories of pools
+// without warm registrations carry no marker.
 const changeWarmRegistrations = "warm-registrations"
 
 // warmWant is how many warm registrations the pool keeps now: the spec's, capped by the max in

@@ -4,11 +4,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Reconcile change ids (workflow.GetVersion), one line each:
-const (
-	// changeRedeliver: a run with a hook redelivers its failed deliveries before looking for orphans.
-	changeRedeliver = "reconcile-redeliver"
-)
+// changeRedeliver gates a run with a hook redelivering its failed deliveries before looking
+// for orphans (Changes).
+const changeRedeliver = "reconcile-redeliver"
 
 // MetricReconcileRedelivered counts the webhook deliveries reconcile redelivered (GitHub accepted
 // the redelivery); the Prometheus bridge exports it as runnerflow_reconcile_redelivered_total.
