@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -71,6 +72,13 @@ func TestIntakeDownRedeliveredBySchedule(t *testing.T) {
 	s.waitForDeliveries()
 	rest := s.triggerReconcile()
 	checkRedeliveries(t, "the second run", rest, redeliverJobs-1, redeliverJobs-1, false)
+	if testworld.RecordingHistories() {
+		path, err := world.Temporal.RecordHistory(s.lastReconcile, "", "reconcile-redeliver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s", path)
+	}
 	s.checkAllClean(jobs)
 	s.waitForDeliveries()
 	last := s.triggerReconcile()
@@ -136,6 +144,7 @@ func (s *system) triggerReconcile() workflows.ReconcileReport {
 	if err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &report); err != nil {
 		s.t.Fatal(err)
 	}
+	s.lastReconcile = id
 	return report
 }
 

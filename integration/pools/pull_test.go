@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -118,6 +119,9 @@ func TestPullOnlyPoolScalesUpAndToZero(t *testing.T) {
 	}
 	if refused != 0 || st.Pull.Error != "" {
 		t.Errorf("%d pull calls refused, last error %q: the pull must stay within the budget", refused, st.Pull.Error)
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-pull")
 	}
 }
 

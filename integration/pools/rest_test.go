@@ -28,6 +28,8 @@ func TestPoolAtRestChecksForEndedRunners(t *testing.T) {
 	})
 	if testworld.RecordingHistories() {
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-rest")
+		// The scope's listing workflow at rest, since changeSharedListing.
+		recordHistory(t, workflows.ScopeListingWorkflowID(workflows.Scope{Organization: p.org}), "", "scope-listing-rest")
 	}
 }
 
