@@ -258,12 +258,21 @@ func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
 	}
 }
 
+// changeJobCheckWake gates the pool waking for a due check of reserved jobs (nextJobCheck).
+// Asked only when one is due, so histories without a reservation no runner serves carry no
+// marker.
+const changeJobCheckWake = "job-check-wake"
+
 // nextJobCheck is when a check of reserved jobs is due, zero if none.
 func (p *pool) nextJobCheck(now time.Time) time.Time {
 	if p.jobChecking {
 		return time.Time{}
 	}
-	return planJobCheck(p.st, now, p.jobCheckRules(now)).due
+	due := planJobCheck(p.st, now, p.jobCheckRules(now)).due
+	if due.IsZero() || workflow.GetVersion(p.ctx, changeJobCheckWake, workflow.DefaultVersion, 1) < 1 {
+		return time.Time{}
+	}
+	return due
 }
 
 // jobCheckRules are the job check's rules in force. Each is asked only where it changes the

@@ -9,19 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Pool change ids (workflow.GetVersion), continued from pool_handlers.go:
-//   - changeWarmRegistrations (1): a pool with warmRegistrations mints, refreshes and removes
-//     registrations ahead of its runners; before, a spec's warmRegistrations (written by a
-//     newer starter) was ignored. Asked only when the pool has warm work, so histories of pools
-//     without warm registrations carry no marker.
-//   - changeWarmApart (1): warm registrations are minted into the worker's warm namespace
-//     (RegisterRunnerInput.Warm), out of the runners' pods' reach; a runner that takes one
-//     starts from a copy (StartWarmRunner), and the pool removes the taken ones' Secrets there
-//     in quiet time, many in one request (DeleteWarmSecrets); registrations minted before, in
-//     the runner namespace, are retired (WarmExposed) and minted again apart. Asked where
-//     changeWarmRegistrations is, after it, so pools without warm registrations carry no
-//     marker; a pool that was running warm registrations before the upgrade keeps the old
-//     behaviour until its next continue-as-new.
+// Pool change ids of warm work (workflow.GetVersion); what each changes is in Changes
+// (changes.go). Both are asked only when the pool has warm work, so histories of pools without
+// warm registrations carry no marker.
 const (
 	changeWarmRegistrations = "warm-registrations"
 	changeWarmApart         = "warm-registrations-apart"

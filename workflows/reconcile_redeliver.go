@@ -4,16 +4,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Reconcile change ids (workflow.GetVersion), one line each:
+// Reconcile change ids (workflow.GetVersion); what each changes is in Changes (changes.go).
 const (
-	// changeRedeliver: a run with a hook redelivers its failed deliveries before looking for orphans.
-	changeRedeliver = "reconcile-redeliver"
-	// changeHarmlessProbe: a hook whose newest delivery failed is probed with a ping or the
-	// redelivery of a delivery that succeeded, never with a failed event (which it would spend).
+	changeRedeliver     = "reconcile-redeliver"
 	changeHarmlessProbe = "reconcile-harmless-probe"
-	// changeWarmNamespace: a run whose input names a warm namespace other than its namespace
-	// also lists the runnerflow Secrets there (reconcile.go, warmListing). Asked only then, so
-	// runs without one carry no marker.
 	changeWarmNamespace = "reconcile-warm-namespace"
 )
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -72,6 +73,13 @@ func TestIntakeDownHalfAnHourLosesNothing(t *testing.T) {
 	s.waitForDeliveries()
 	rest := s.triggerReconcile()
 	checkRedeliveries(t, "the second run after the outage", rest, outageRuns, outageRuns, false)
+	if testworld.RecordingHistories() {
+		path, err := world.Temporal.RecordHistory(s.lastReconcile, "", "reconcile-redeliver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s", path)
+	}
 	s.checkAllClean(jobs)
 	s.waitForDeliveries()
 	last := s.triggerReconcile()
@@ -148,6 +156,7 @@ func (s *system) triggerReconcile() workflows.ReconcileReport {
 	if err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &report); err != nil {
 		s.t.Fatal(err)
 	}
+	s.lastReconcile = id
 	return report
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -123,6 +124,10 @@ func TestPullOnlyPoolScalesUpAndToZero(t *testing.T) {
 	}
 	if refused != 0 || read.LastError != "" || len(st.Pull.Stale) != 0 {
 		t.Errorf("%d pull calls refused, last error %q, stale %v: the pull must stay within the budget", refused, read.LastError, st.Pull.Stale)
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-pull")
+		recordHistory(t, workflows.RepoPullWorkflowID(p.org+"/app"), "", "repo-pull")
 	}
 }
 

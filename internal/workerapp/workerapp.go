@@ -341,12 +341,13 @@ func (a *App) versioningBehaviors() versioningBehaviors {
 // registerWorkflows registers every workflow under its explicit type name, so renaming a Go
 // function never breaks a running history.
 func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
-	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType, VersioningBehavior: v.runner})
-	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ScopeListingWorkflow, workflow.RegisterOptions{Name: workflows.ScopeListingWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.RepoPullWorkflow, workflow.RegisterOptions{Name: workflows.RepoPullWorkflowType, VersioningBehavior: v.pool})
+	for _, d := range workflows.Definitions {
+		behavior := v.pool
+		if d.LivesWithItsRunner {
+			behavior = v.runner
+		}
+		r.RegisterWorkflowWithOptions(d.Fn, workflow.RegisterOptions{Name: d.Name, VersioningBehavior: behavior})
+	}
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
