@@ -768,3 +768,8 @@ func QuotaReportAttempt(attempt int) bool {
 // than reservationDuration before an outage ended would never get a runner. Two minutes is a
 // few decisions' and listings' worth, short beside the duration it caps.
 const LateReservationHold = 2 * time.Minute
+
+// UnmatchedJobsMax: the unmatched-jobs workflow keeps this many of the newest queued jobs no
+// pool fits — enough for an hour of a busy organization's mislabelled jobs, small enough that
+// its state (about 200 bytes a job) stays far below a payload's limit across continue-as-new.
+const UnmatchedJobsMax = 500

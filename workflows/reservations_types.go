@@ -43,6 +43,11 @@ type Reservation struct {
 	// job at GitHub when its events may have been lost (pool_jobcheck.go). Empty in
 	// reservations made before the field.
 	Repository string `json:"repository,omitempty"`
+	// QueuedAt is the queued event's own time (WorkflowJobEvent.At: when the intake took the
+	// delivery) and ReservedAt when the pool applied it, for `starter why`. State only: they
+	// change no command. Zero in reservations made before the fields.
+	QueuedAt   time.Time `json:"queuedAt,omitzero"`
+	ReservedAt time.Time `json:"reservedAt,omitzero"`
 }
 
 // ReleasedJob remembers a job whose completion was seen, so a queued event that arrives after it

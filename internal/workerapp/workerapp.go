@@ -337,6 +337,7 @@ func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
 	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
 	r.RegisterWorkflowWithOptions(workflows.ScopeListingWorkflow, workflow.RegisterOptions{Name: workflows.ScopeListingWorkflowType, VersioningBehavior: v.pool})
+	r.RegisterWorkflowWithOptions(workflows.UnmatchedJobsWorkflow, workflow.RegisterOptions{Name: workflows.UnmatchedJobsWorkflowType, VersioningBehavior: v.pool})
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
