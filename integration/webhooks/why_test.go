@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/internal/poolcli"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/simulator"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -84,19 +89,19 @@ func whyArgs(in *intake, job int64, more ...string) []string {
 		"--namespace", world.Temporal.Namespace}, more...)
 }
 
-func whyText(t *testing.T, in *intake, job int64) string {
+func whyText(t *testing.T, in *intake, job int64, more ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	if err := poolcli.RunWhy(context.Background(), whyArgs(in, job), &out); err != nil {
+	if err := poolcli.RunWhy(context.Background(), whyArgs(in, job, more...), &out); err != nil {
 		t.Fatalf("why %d: %v", job, err)
 	}
 	return out.String()
 }
 
-func whyJSON(t *testing.T, in *intake, job int64) poolcli.WhyReport {
+func whyJSON(t *testing.T, in *intake, job int64, more ...string) poolcli.WhyReport {
 	t.Helper()
 	var out bytes.Buffer
-	if err := poolcli.RunWhy(context.Background(), whyArgs(in, job, "-o", "json"), &out); err != nil {
+	if err := poolcli.RunWhy(context.Background(), whyArgs(in, job, append(more, "-o", "json")...), &out); err != nil {
 		t.Fatalf("why %d: %v", job, err)
 	}
 	var r poolcli.WhyReport
@@ -113,5 +118,72 @@ func (in *intake) waitDelivered() {
 	defer cancel()
 	if err := in.github.WaitForDeliveries(ctx); err != nil {
 		in.t.Fatalf("deliveries: %v", err)
+	}
+}
+
+// `starter why` on jobs whose runners cannot come up: a pod the node cannot pull the image of
+// (the simulator holds it Pending with ImagePullBackOff; `why` reads the pod's own reason with
+// --kubeconfig) and a pod the namespace's ResourceQuota refuses (the pool's block report).
+func TestWhyExplainsRunnersThatCannotStart(t *testing.T) {
+	in := newIntake(t)
+	const org = "why-start-org"
+	if err := in.github.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	pull := in.spec(workflows.PoolSpec{Name: "why-pull", Organization: org, Labels: []string{"linux", "pull-fails"}})
+	pull.MaxReplicas = &one
+	pull.Template.Annotations = map[string]string{simulator.AnnotationFault: string(simulator.FaultImagePull)}
+	quota := in.spec(workflows.PoolSpec{Name: "why-quota", Organization: org, Labels: []string{"linux", "quota"}})
+	quota.MaxReplicas = &one
+	quota.Namespace = world.Kube.NewNamespace(t)
+	setPodQuotaFull(t, quota.Namespace)
+	in.apply(pull, quota)
+	in.waitForRoutable(pull.Name, quota.Name)
+
+	pulled := in.queue(org+"/app", []string{"self-hosted", "linux", "pull-fails"})
+	var r poolcli.WhyReport
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last why %d: %s (%s); facts %+v", pulled, r.Cause, r.Detail, r.Facts.Runner)
+		}
+	})
+	in.eventually("why names the image pull", func() bool {
+		r = whyJSON(t, in, pulled, "--kubeconfig", world.Kube.KubeconfigPath)
+		return r.Cause == poolcli.CausePodPending && strings.Contains(r.Detail, "ImagePullBackOff")
+	})
+	if r.Facts.Runner == nil || !strings.Contains(r.Facts.Runner.UILink, "/workflows/"+url.PathEscape(r.Facts.Runner.WorkflowID)) {
+		t.Errorf("runner facts %+v, want the runner workflow's Temporal UI link", r.Facts.Runner)
+	}
+	text := whyText(t, in, pulled, "--kubeconfig", world.Kube.KubeconfigPath)
+	for _, want := range []string{"Waiting: pod-pending", "ImagePullBackOff", "runner workflow runner/why-pull/", "pod why-pull-", "Runner workflow: http"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("why %d (text) lacks %q:\n%s", pulled, want, text)
+		}
+	}
+	// Without a kubeconfig the pod is not read: the runner is not online since its pod was
+	// created, and the detail says how to learn more.
+	if r = whyJSON(t, in, pulled); r.Cause != poolcli.CauseNotOnline || !strings.Contains(r.Detail, "--kubeconfig") {
+		t.Errorf("why %d without a kubeconfig: %s (%s), want runner-not-online pointing to --kubeconfig", pulled, r.Cause, r.Detail)
+	}
+
+	refused := in.queue(org+"/app", []string{"self-hosted", "linux", "quota"})
+	in.checkWhy(refused, poolcli.CauseQuota, "exceeded quota")
+}
+
+// setPodQuotaFull gives the namespace a ResourceQuota that admits no pod. The test world runs
+// no quota controller, so the test writes the quota's status as the controller would.
+func setPodQuotaFull(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	zero := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(0, resource.DecimalSI)}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "runners"}, Spec: corev1.ResourceQuotaSpec{Hard: zero}}
+	q, err := world.Kubernetes.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status.Hard, q.Status.Used = zero, zero
+	if _, err := world.Kubernetes.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

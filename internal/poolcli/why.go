@@ -199,8 +199,11 @@ func runnerFacts(ctx context.Context, c client.Client, pool *workflows.PoolStatu
 			return nil, err
 		}
 	}
-	if opt.Pods != nil && rf.Status.PodPhase == workflows.PodPending {
+	// The pod watcher tells a runner only of the transitions it acts on, so a pod that never
+	// left Pending shows no phase: read the pod of any runner not yet online.
+	if opt.Pods != nil && !rf.Status.Online && rf.Status.PodPhase != workflows.PodRunning && !rf.Status.PodCreatedAt.IsZero() {
 		rf.PodWaiting, rf.PodScheduled = opt.Pods.PodWaiting(ctx, pool.Spec.Namespace, r.Name)
+		rf.PodRead = true
 	}
 	return rf, nil
 }

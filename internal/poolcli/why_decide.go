@@ -61,8 +61,10 @@ type RunnerFacts struct {
 	Status     workflows.RunnerStatus `json:"status"`
 	// Activity is the runner's pending activity that has waited longest, if any.
 	Activity *PendingActivity `json:"activity,omitempty"`
-	// Pod is what the pod itself says while it is Pending (unschedulable, image pull failing).
+	// PodWaiting is what the pod itself says while it is Pending (unschedulable, image pull
+	// failing); PodRead is set when `why` read the pod.
 	PodWaiting string `json:"podWaiting,omitempty"`
+	PodRead    bool   `json:"podRead,omitempty"`
 	// PodScheduled is when the pod was bound to a node (zero: not yet, or not read).
 	PodScheduled time.Time `json:"podScheduled,omitzero"`
 	// UILink opens the runner's workflow in the Temporal UI.
@@ -156,16 +158,18 @@ func runnerCause(r *RunnerFacts) (Verdict, bool) {
 	switch {
 	case st.Online:
 		return Verdict{}, false
-	case st.PodPhase == workflows.PodPending && r.PodWaiting != "":
+	case r.PodWaiting != "":
 		return Verdict{CausePodPending, fmt.Sprintf("runner %s's pod is Pending: %s", st.Name, r.PodWaiting)}, true
-	case st.PodPhase == workflows.PodPending:
-		reason := st.PodReason
-		if reason == "" {
-			reason = "not scheduled or its containers not started yet (pass --kubeconfig to read the pod's own reason)"
-		}
-		return Verdict{CausePodPending, fmt.Sprintf("runner %s's pod is Pending since %s: %s", st.Name, clock(st.PodCreatedAt), reason)}, true
+	case st.PodPhase == workflows.PodPending && st.PodReason != "":
+		return Verdict{CausePodPending, fmt.Sprintf("runner %s's pod is Pending since %s: %s", st.Name, clock(st.PodCreatedAt), st.PodReason)}, true
 	case st.PodPhase == workflows.PodRunning:
 		return Verdict{CauseNotOnline, fmt.Sprintf("runner %s's pod runs but the runner has not come online since %s", st.Name, clock(st.PodCreatedAt))}, true
+	case !st.PodCreatedAt.IsZero():
+		hint := "its pod gives no reason"
+		if !r.PodRead {
+			hint = "pass --kubeconfig to read the pod's own reason"
+		}
+		return Verdict{CauseNotOnline, fmt.Sprintf("runner %s has not come online since its pod was created at %s (%s)", st.Name, clock(st.PodCreatedAt), hint)}, true
 	}
 	return Verdict{CauseStarting, fmt.Sprintf("runner %s is %s (started %s)", st.Name, st.State, clock(r.Started))}, true
 }
