@@ -30,7 +30,9 @@ func TestWhyExplainsJobsTheIntakeTookOrMissed(t *testing.T) {
 	if err := in.github.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = in.c.TerminateWorkflow(context.Background(), workflows.UnmatchedJobsWorkflowID, "", "test over") })
+	t.Cleanup(func() {
+		_ = in.c.TerminateWorkflow(context.Background(), workflows.UnmatchedJobsWorkflowID, "", "test over")
+	})
 	pool := "why-full"
 	in.apply(in.spec(workflows.PoolSpec{Name: pool, Organization: org, Labels: []string{"linux"}})) // max 0
 	in.waitForRoutable(pool)

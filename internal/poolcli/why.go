@@ -112,11 +112,15 @@ func gatherWhy(ctx context.Context, c client.Client, job int64, opt WhyOptions) 
 		runner = awaitedRunner(f.Pool.Runners)
 	}
 	if runner != nil {
-		if f.Runner, err = runnerFacts(ctx, c, f.Pool, *runner, opt); err != nil {
-			return f, err
+		f.Runner, err = runnerFacts(ctx, c, f.Pool, *runner, opt)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			// The pool lists a runner whose workflow is not visible yet (just started) or no
+			// longer (ended and removed): judge from the pool alone.
+			return f, nil
 		}
 	}
-	return f, nil
+	return f, err
 }
 
 // awaitedRunner is the pool's oldest started runner not yet idle or busy: the runner a

@@ -97,6 +97,10 @@ type Verdict struct {
 	Detail string `json:"detail"`
 }
 
+// paceShownAfter: a registration not yet picked up this long after it was scheduled waits for
+// the GitHub task queue's rate, not for a worker's next poll (which takes milliseconds).
+const paceShownAfter = 2 * time.Second
+
 // githubActivities are the runner's activities that call GitHub (the paced task queue).
 var githubActivities = map[string]bool{
 	workflows.ActivityRegisterRunner: true, workflows.ActivityGetRunner: true, workflows.ActivityRemoveRunner: true,
@@ -123,7 +127,7 @@ func decideCause(f WhyFacts) Verdict {
 		}
 	}
 	if f.Runner != nil {
-		if v, ok := runnerCause(f.Runner); ok {
+		if v, ok := runnerCause(f.Runner, f.Now); ok {
 			return v
 		}
 	}
@@ -148,10 +152,10 @@ func jobNotHeld(f WhyFacts) Verdict {
 }
 
 // runnerCause judges the runner the job waits for; ok is false when nothing holds it back.
-func runnerCause(r *RunnerFacts) (Verdict, bool) {
+func runnerCause(r *RunnerFacts, now time.Time) (Verdict, bool) {
 	st := r.Status
 	if a := r.Activity; a != nil {
-		if v, ok := activityCause(a); ok {
+		if v, ok := activityCause(a, now); ok {
 			return v, true
 		}
 	}
@@ -176,13 +180,13 @@ func runnerCause(r *RunnerFacts) (Verdict, bool) {
 
 // activityCause judges a runner's pending activity: GitHub's budget or pace, the quota, or a
 // cluster that does not answer.
-func activityCause(a *PendingActivity) (Verdict, bool) {
+func activityCause(a *PendingActivity, now time.Time) (Verdict, bool) {
 	switch {
 	case a.FailureType == workflows.ErrRateLimited && strings.Contains(a.Failure, "reserve"):
 		return Verdict{CauseBudget, fmt.Sprintf("GitHub's hourly budget is at its reserve until %s (%s waits)", clock(a.NextAttempt), a.Type)}, true
 	case a.FailureType == workflows.ErrRateLimited && githubActivities[a.Type]:
 		return Verdict{CausePace, fmt.Sprintf("GitHub refused %s for its rate limit; next try %s", a.Type, clock(a.NextAttempt))}, true
-	case !a.Started && a.Attempt <= 1 && githubActivities[a.Type]:
+	case !a.Started && a.Attempt <= 1 && a.Type == workflows.ActivityRegisterRunner && now.Sub(a.Scheduled) >= paceShownAfter:
 		return Verdict{CausePace, fmt.Sprintf("%s waits for GitHub's per-minute pace (the GitHub task queue's rate) since %s", a.Type, clock(a.Scheduled))}, true
 	case a.FailureType == workflows.ErrQuotaExceeded:
 		return Verdict{CauseQuota, fmt.Sprintf("the namespace's quota is full: %s", a.Failure)}, true
