@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -187,5 +188,43 @@ func setPodQuotaFull(t *testing.T, ns string) {
 	q.Status.Hard, q.Status.Used = zero, zero
 	if _, err := world.Kubernetes.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// `starter why` on jobs whose runners wait for GitHub's hourly budget: the double allows 12
+// requests in 10 minutes, runnerflow keeps a fifth of them back, so a burst of 8 jobs gets a
+// few runners and the others' registrations wait at the reserve until the budget resets.
+func TestWhyExplainsTheBudgetAtItsReserve(t *testing.T) {
+	in := newIntake(t)
+	in.github.SetRateLimit(12, 10*time.Minute)
+	const org = "why-budget-org"
+	if err := in.github.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
+		t.Fatal(err)
+	}
+	eight := 8
+	spec := in.spec(workflows.PoolSpec{Name: "why-budget", Organization: org, Labels: []string{"linux", "budget"}})
+	spec.MaxReplicas = &eight
+	in.apply(spec)
+	in.waitForRoutable(spec.Name)
+	var jobs []int64
+	for range eight {
+		jobs = append(jobs, in.queue(org+"/app", []string{"self-hosted", "linux", "budget"}))
+	}
+	var r poolcli.WhyReport
+	var job int64
+	in.eventually("a job's why names the budget", func() bool {
+		for _, job = range jobs {
+			if r = whyJSON(t, in, job); r.Cause == poolcli.CauseBudget {
+				return true
+			}
+		}
+		return false
+	})
+	a := r.Facts.Runner.Activity
+	if a == nil || a.Type != workflows.ActivityRegisterRunner || a.NextAttempt.IsZero() || !strings.Contains(r.Detail, "until "+a.NextAttempt.UTC().Format("15:04:05Z")) {
+		t.Errorf("why %d: %s (activity %+v), want the registration waiting until its next attempt", job, r.Detail, a)
+	}
+	if text := whyText(t, in, job); !strings.Contains(text, "Waiting: github-budget") || !strings.Contains(text, "hourly budget is at its reserve until") {
+		t.Errorf("why %d (text):\n%s", job, text)
 	}
 }

@@ -182,7 +182,8 @@ func runnerCause(r *RunnerFacts, now time.Time) (Verdict, bool) {
 // cluster that does not answer.
 func activityCause(a *PendingActivity, now time.Time) (Verdict, bool) {
 	switch {
-	case a.FailureType == workflows.ErrRateLimited && strings.Contains(a.Failure, "reserve"):
+	case a.FailureType == workflows.ErrRateLimited && !strings.Contains(a.Failure, "secondary"):
+		// Refused at the reserve (BudgetReserveError) or by GitHub's primary limit: the hour's budget.
 		return Verdict{CauseBudget, fmt.Sprintf("GitHub's hourly budget is at its reserve until %s (%s waits)", clock(a.NextAttempt), a.Type)}, true
 	case a.FailureType == workflows.ErrRateLimited && githubActivities[a.Type]:
 		return Verdict{CausePace, fmt.Sprintf("GitHub refused %s for its rate limit; next try %s", a.Type, clock(a.NextAttempt))}, true
