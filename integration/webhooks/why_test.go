@@ -228,3 +228,38 @@ func TestWhyExplainsTheBudgetAtItsReserve(t *testing.T) {
 		t.Errorf("why %d (text):\n%s", job, text)
 	}
 }
+
+// `starter why` on a job whose runner's cluster does not answer: the API server hangs
+// (SIGSTOP), so the runner's registration, which writes its Secret and pod there, times out
+// and is retried; `why` names the cluster and the activity's failure.
+func TestWhyExplainsAnUnreachableCluster(t *testing.T) {
+	in := newIntake(t)
+	const org = "why-down-org"
+	if err := in.github.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	spec := in.spec(workflows.PoolSpec{Name: "why-down", Organization: org, Labels: []string{"linux", "down"}})
+	spec.MaxReplicas = &one
+	in.apply(spec)
+	in.waitForRoutable(spec.Name)
+	if err := world.Kube.PauseAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := world.Kube.ResumeAPIServer(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(resume)
+	job := in.queue(org+"/app", []string{"self-hosted", "linux", "down"})
+	r := in.checkWhy(job, poolcli.CauseUnreachable, "does not answer")
+	if a := r.Facts.Runner.Activity; a == nil || a.Attempt < 2 || a.Failure == "" {
+		t.Errorf("why %d: activity %+v, want a retried activity with its failure", job, a)
+	}
+	resume()
+}
