@@ -40,6 +40,7 @@ func TestWhyExplainsJobsTheIntakeTookOrMissed(t *testing.T) {
 
 	atMax := in.queue(org+"/app", []string{"self-hosted", "linux"})
 	in.checkWhy(atMax, poolcli.CauseAtMax, "pool why-full is at its maximum (0 runners")
+	in.checkGetWaiting(pool, atMax, poolcli.CauseAtMax)
 
 	unmatched := in.queue(org+"/app", []string{"self-hosted", "linux", "gpu"})
 	r := in.checkWhy(unmatched, poolcli.CauseNoPool, "pool why-full lacks [gpu]")
@@ -224,6 +225,7 @@ func TestWhyExplainsTheBudgetAtItsReserve(t *testing.T) {
 	if a == nil || a.Type != workflows.ActivityRegisterRunner || a.NextAttempt.IsZero() || !strings.Contains(r.Detail, "until "+a.NextAttempt.UTC().Format("15:04:05Z")) {
 		t.Errorf("why %d: %s (activity %+v), want the registration waiting until its next attempt", job, r.Detail, a)
 	}
+	in.checkGetWaiting(spec.Name, 0, poolcli.CauseBudget)
 	if text := whyText(t, in, job); !strings.Contains(text, "Waiting: github-budget") || !strings.Contains(text, "hourly budget is at its reserve until") {
 		t.Errorf("why %d (text):\n%s", job, text)
 	}
@@ -262,4 +264,33 @@ func TestWhyExplainsAnUnreachableCluster(t *testing.T) {
 		t.Errorf("why %d: activity %+v, want a retried activity with its failure", job, a)
 	}
 	resume()
+}
+
+// checkGetWaiting checks that `starter get <pool>` lists a waiting job (job, or any when 0)
+// with the cause, in JSON and in text.
+func (in *intake) checkGetWaiting(pool string, job int64, cause poolcli.Cause) {
+	in.t.Helper()
+	args := []string{pool, "--temporal-address", world.Temporal.Address, "--namespace", world.Temporal.Namespace}
+	var out bytes.Buffer
+	if err := poolcli.RunGet(context.Background(), append(args, "-o", "json"), &out); err != nil {
+		in.t.Fatalf("get %s: %v", pool, err)
+	}
+	var v poolcli.PoolView
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		in.t.Fatalf("get %s -o json does not decode (%v):\n%s", pool, err, out.String())
+	}
+	found := false
+	for _, w := range v.Waiting {
+		found = found || ((job == 0 || w.Job == job) && w.Cause == cause)
+	}
+	if !found || v.Name != pool {
+		in.t.Errorf("get %s -o json: pool %q, waiting %+v; want job %d waiting for %s", pool, v.Name, v.Waiting, job, cause)
+	}
+	out.Reset()
+	if err := poolcli.RunGet(context.Background(), args, &out); err != nil {
+		in.t.Fatalf("get %s: %v", pool, err)
+	}
+	if text := out.String(); !strings.Contains(text, "WAITING JOB") || !strings.Contains(text, string(cause)) {
+		in.t.Errorf("get %s (text):\n%s\nwant its waiting jobs with cause %s", pool, text, cause)
+	}
 }

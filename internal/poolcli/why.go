@@ -109,34 +109,12 @@ func gatherWhy(ctx context.Context, c client.Client, job int64, opt WhyOptions) 
 		return f, nil
 	}
 	if runner == nil {
-		runner = awaitedRunner(f.Pool.Runners)
+		runner = pairedRunner(f.Pool, job)
 	}
 	if runner != nil {
-		f.Runner, err = runnerFacts(ctx, c, f.Pool, *runner, opt)
-		var notFound *serviceerror.NotFound
-		if errors.As(err, &notFound) {
-			// The pool lists a runner whose workflow is not visible yet (just started) or no
-			// longer (ended and removed): judge from the pool alone.
-			return f, nil
-		}
+		f.Runner, err = readRunner(ctx, c, f.Pool, *runner, opt)
 	}
 	return f, err
-}
-
-// awaitedRunner is the pool's oldest started runner not yet idle or busy: the runner a
-// waiting job most likely waits for (GitHub hands a job to whichever fitting runner asks first,
-// so no runner is any one job's).
-func awaitedRunner(runners []workflows.PoolRunner) *workflows.PoolRunner {
-	var oldest *workflows.PoolRunner
-	for i, r := range runners {
-		if r.State != workflows.RunnerPending && r.State != workflows.RunnerRegistering {
-			continue
-		}
-		if oldest == nil || r.StartedAt.Before(oldest.StartedAt) {
-			oldest = &runners[i]
-		}
-	}
-	return oldest
 }
 
 // unmatchedJob reads the job's record from the unmatched-jobs workflow; nil when it is not
