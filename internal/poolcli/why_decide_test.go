@@ -1,6 +1,7 @@
 package poolcli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,16 @@ func TestDecideCause(t *testing.T) {
 				t.Errorf("got %q (%s), want %q with %q", v.Cause, v.Detail, tt.cause, tt.detail)
 			}
 		})
+	}
+}
+
+// The pool's gauge of waiting jobs counts by causes `why` also names, so one word means one
+// thing in both.
+func TestGaugeCausesAreWhyCauses(t *testing.T) {
+	known := []Cause{CausePaused, CauseQuota, CauseStarting, CauseNotOnline, CauseUnassigned, CauseAtMax, CauseOverride, CauseScaling}
+	for _, c := range workflows.WaitCauses {
+		if !slices.Contains(known, Cause(c)) {
+			t.Errorf("gauge cause %q is not a cause starter why names", c)
+		}
 	}
 }
