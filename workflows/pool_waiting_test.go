@@ -40,7 +40,7 @@ func TestWaitingByCause(t *testing.T) {
 		{"a job its runner runs and an expired reservation do not wait", WaitingInput{Bounds: Bounds{Max: 1},
 			Reserved: append(res(1), expired), Runners: []PoolRunner{busyWith}}, want()},
 		{"oldest jobs paired with the oldest starting runners; the rest at max", WaitingInput{Bounds: Bounds{Max: 3},
-			Reserved: res(1, 2, 3, 4), Runners: []PoolRunner{runner("r", RunnerRegistering, time.Second), blocked, runner("p", RunnerPending, 2 * time.Second)}},
+			Reserved: res(1, 2, 3, 4), Runners: []PoolRunner{runner("r", RunnerRegistering, time.Second), blocked, runner("p", RunnerPending, 2*time.Second)}},
 			want(WaitQuota, 1, WaitNotOnline, 1, WaitStarting, 1, WaitAtMax, 1)},
 		{"more starting runners than jobs count only the jobs", WaitingInput{Bounds: Bounds{Max: 5},
 			Reserved: res(1), Runners: []PoolRunner{runner("a", RunnerPending, 0), runner("b", RunnerPending, time.Second)}}, want(WaitStarting, 1)},
