@@ -39,23 +39,34 @@ type WaitingInput struct {
 	Runners  []PoolRunner
 }
 
-// WaitingByCause counts the pool's waiting jobs (active reservations no runner runs) by cause,
-// one count per WaitCauses entry. GitHub hands a job to whichever fitting runner asks first,
-// so the oldest waiting jobs are paired with the oldest starting runners and judged by them;
-// the rest by the pool's idle runners and bounds.
+// WaitingByCause counts the pool's waiting jobs by cause, one count per WaitCauses entry
+// (WaitingCauses).
 func WaitingByCause(in WaitingInput) []int {
 	counts := make([]int, len(WaitCauses))
-	add := func(cause string, n int) { counts[slices.Index(WaitCauses, cause)] += n }
-	waiting := 0
+	for _, jw := range WaitingCauses(in) {
+		counts[slices.Index(WaitCauses, jw.Cause)]++
+	}
+	return counts
+}
+
+// JobWait is one waiting job and its cause.
+type JobWait struct {
+	JobID int64
+	Cause string
+}
+
+// WaitingCauses judges each waiting job (an active reservation no runner runs), oldest first.
+// GitHub hands a job to whichever fitting runner asks first, so the oldest waiting jobs are
+// paired with the oldest starting runners and judged by them; the rest by the pool's idle
+// runners and bounds.
+func WaitingCauses(in WaitingInput) []JobWait {
+	var waiting []Reservation
 	for _, r := range in.Reserved {
 		if r.ExpiresAt.After(in.Now) && !slices.ContainsFunc(in.Runners, func(pr PoolRunner) bool { return pr.JobID == r.JobID }) {
-			waiting++
+			waiting = append(waiting, r)
 		}
 	}
-	if in.Mode != PoolActive {
-		add(WaitPaused, waiting)
-		return counts
-	}
+	slices.SortStableFunc(waiting, func(a, b Reservation) int { return waitingSince(a).Compare(waitingSince(b)) })
 	var starting []PoolRunner
 	idle := 0
 	for _, r := range in.Runners {
@@ -67,29 +78,40 @@ func WaitingByCause(in WaitingInput) []int {
 		}
 	}
 	slices.SortStableFunc(starting, func(a, b PoolRunner) int { return a.StartedAt.Compare(b.StartedAt) })
-	for _, r := range starting[:min(waiting, len(starting))] {
-		switch {
-		case r.Blocked != nil:
-			add(WaitQuota, 1)
-		case r.State == RunnerRegistering:
-			add(WaitNotOnline, 1)
-		default:
-			add(WaitStarting, 1)
-		}
+	out := make([]JobWait, 0, len(waiting))
+	for i, res := range waiting {
+		out = append(out, JobWait{JobID: res.JobID, Cause: waitCause(in, starting, idle, i)})
 	}
-	rest := max(waiting-len(starting), 0)
-	unassigned := min(rest, idle)
-	add(WaitUnassigned, unassigned)
-	rest -= unassigned
+	return out
+}
+
+// waitCause is the cause of the i-th oldest waiting job.
+func waitCause(in WaitingInput, starting []PoolRunner, idle, i int) string {
 	switch {
+	case in.Mode != PoolActive:
+		return WaitPaused
+	case i < len(starting) && starting[i].Blocked != nil:
+		return WaitQuota
+	case i < len(starting) && starting[i].State == RunnerRegistering:
+		return WaitNotOnline
+	case i < len(starting):
+		return WaitStarting
+	case i < len(starting)+idle:
+		return WaitUnassigned
 	case len(in.Runners) >= in.Bounds.Max && in.Override && in.Bounds.Max < in.SpecMax:
-		add(WaitOverride, rest)
+		return WaitOverride
 	case len(in.Runners) >= in.Bounds.Max:
-		add(WaitAtMax, rest)
-	default:
-		add(WaitDeciding, rest)
+		return WaitAtMax
 	}
-	return counts
+	return WaitDeciding
+}
+
+// waitingSince is when a job began to wait: its queued event's time, else when it was reserved.
+func waitingSince(r Reservation) time.Time {
+	if !r.QueuedAt.IsZero() {
+		return r.QueuedAt
+	}
+	return r.ReservedAt
 }
 
 // recordWaiting publishes MetricJobsWaiting for every cause (0 when none) through the
@@ -100,10 +122,87 @@ func (p *pool) recordWaiting(now time.Time) {
 	if p.st.Spec.MaxReplicas != nil {
 		specMax = *p.st.Spec.MaxReplicas
 	}
-	counts := WaitingByCause(WaitingInput{Now: now, Mode: p.st.Mode, Bounds: b, Override: override, SpecMax: specMax,
+	jobs := WaitingCauses(WaitingInput{Now: now, Mode: p.st.Mode, Bounds: b, Override: override, SpecMax: specMax,
 		Reserved: p.st.Reserved.Reservations, Runners: p.st.Runners})
+	counts := make([]int, len(WaitCauses))
+	for _, jw := range jobs {
+		counts[slices.Index(WaitCauses, jw.Cause)]++
+		if i := slices.IndexFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.JobID == jw.JobID }); i >= 0 {
+			p.st.Reserved.Reservations[i].holdBy(jw.Cause, now)
+		}
+	}
 	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
 	for i, cause := range WaitCauses {
 		m.WithTags(map[string]string{"cause": cause}).Gauge(MetricJobsWaiting).Update(float64(counts[i]))
+	}
+}
+
+// MetricJobWait is the histogram of a job's wait from queued to its runner taking it, by the
+// cause that held it longest (WaitCauses, as the pool saw them at each of its looks).
+const MetricJobWait = "runnerflow_job_wait_seconds"
+
+// holdBy closes the interval since the pool's last look, which the cause seen then held, and
+// starts one held by cause.
+func (r *Reservation) holdBy(cause string, now time.Time) {
+	r.closeHold(now)
+	r.HeldBy, r.HeldSince = cause, now
+}
+
+func (r *Reservation) closeHold(now time.Time) {
+	if r.HeldBy == "" || !now.After(r.HeldSince) {
+		return
+	}
+	d := now.Sub(r.HeldSince)
+	if i := slices.IndexFunc(r.Held, func(h CauseHeld) bool { return h.Cause == r.HeldBy }); i >= 0 {
+		r.Held[i].For += d
+	} else {
+		r.Held = append(r.Held, CauseHeld{Cause: r.HeldBy, For: d})
+	}
+	r.HeldSince = now
+}
+
+// LongestHeld is the cause that held a job longest (the first in WaitCauses order on a tie);
+// empty when none was seen.
+func LongestHeld(held []CauseHeld) string {
+	best := CauseHeld{}
+	for _, cause := range WaitCauses {
+		for _, h := range held {
+			if h.Cause == cause && h.For > best.For {
+				best = h
+			}
+		}
+	}
+	return best.Cause
+}
+
+// jobTaken measures a reserved job's wait once its runner took it: queued to now, by the cause
+// that held it longest. A job its pool never saw waiting (taken at once) counts as
+// runner-starting, the cause of a job that waits for nothing but its runner.
+func (p *pool) jobTaken(job int64, now time.Time) {
+	i := slices.IndexFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.JobID == job })
+	if i < 0 {
+		return
+	}
+	r := &p.st.Reserved.Reservations[i]
+	if r.Started || waitingSince(*r).IsZero() {
+		return
+	}
+	r.closeHold(now)
+	r.Started, r.HeldBy = true, ""
+	cause := LongestHeld(r.Held)
+	if cause == "" {
+		cause = WaitStarting
+	}
+	workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name, "cause": cause}).
+		Timer(MetricJobWait).Record(max(now.Sub(waitingSince(*r)), 0))
+}
+
+// measureJobsTakenEarly measures the jobs whose queued event reached the pool after a runner of
+// its had already taken them (the runner's report is often quicker than the scale window).
+func (p *pool) measureJobsTakenEarly(batch ReservationBatch, now time.Time) {
+	for _, ev := range batch.Events {
+		if ev.Action == JobQueued && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.JobID == ev.JobID }) {
+			p.jobTaken(ev.JobID, now)
+		}
 	}
 }

@@ -61,3 +61,29 @@ func TestWaitingByCause(t *testing.T) {
 		})
 	}
 }
+
+// A reservation's holds add up per cause across the pool's looks; the longest wins, the first
+// in WaitCauses order on a tie.
+func TestReservationHoldsAndTheLongest(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	var r Reservation
+	r.holdBy(WaitAtMax, t0)
+	r.holdBy(WaitAtMax, t0.Add(10*time.Second))
+	r.holdBy(WaitStarting, t0.Add(30*time.Second))
+	r.holdBy(WaitAtMax, t0.Add(45*time.Second))
+	r.closeHold(t0.Add(50 * time.Second))
+	want := []CauseHeld{{WaitAtMax, 35 * time.Second}, {WaitStarting, 15 * time.Second}}
+	if !slices.Equal(r.Held, want) {
+		t.Errorf("held %v, want %v", r.Held, want)
+	}
+	if got := LongestHeld(r.Held); got != WaitAtMax {
+		t.Errorf("longest %q, want %q", got, WaitAtMax)
+	}
+	tie := []CauseHeld{{WaitAtMax, time.Second}, {WaitQuota, time.Second}}
+	if got := LongestHeld(tie); got != WaitQuota {
+		t.Errorf("longest of a tie %q, want %q (first in WaitCauses)", got, WaitQuota)
+	}
+	if got := LongestHeld(nil); got != "" {
+		t.Errorf("longest of nothing %q, want none", got)
+	}
+}
