@@ -60,9 +60,15 @@ type JobWait struct {
 // paired with the oldest starting runners and judged by them; the rest by the pool's idle
 // runners and bounds.
 func WaitingCauses(in WaitingInput) []JobWait {
+	running := make(map[int64]bool, len(in.Runners)) // looked up only, never ranged over
+	for _, r := range in.Runners {
+		if r.JobID != 0 {
+			running[r.JobID] = true
+		}
+	}
 	var waiting []Reservation
 	for _, r := range in.Reserved {
-		if r.ExpiresAt.After(in.Now) && !slices.ContainsFunc(in.Runners, func(pr PoolRunner) bool { return pr.JobID == r.JobID }) {
+		if r.ExpiresAt.After(in.Now) && !running[r.JobID] {
 			waiting = append(waiting, r)
 		}
 	}
@@ -124,12 +130,14 @@ func (p *pool) recordWaiting(now time.Time) {
 	}
 	jobs := WaitingCauses(WaitingInput{Now: now, Mode: p.st.Mode, Bounds: b, Override: override, SpecMax: specMax,
 		Reserved: p.st.Reserved.Reservations, Runners: p.st.Runners})
+	index := make(map[int64]int, len(p.st.Reserved.Reservations)) // looked up only, never ranged over
+	for i, r := range p.st.Reserved.Reservations {
+		index[r.JobID] = i
+	}
 	counts := make([]int, len(WaitCauses))
 	for _, jw := range jobs {
 		counts[slices.Index(WaitCauses, jw.Cause)]++
-		if i := slices.IndexFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.JobID == jw.JobID }); i >= 0 {
-			p.st.Reserved.Reservations[i].holdBy(jw.Cause, now)
-		}
+		p.st.Reserved.Reservations[index[jw.JobID]].holdBy(jw.Cause, now)
 	}
 	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
 	for i, cause := range WaitCauses {
