@@ -35,8 +35,18 @@ func TestWhyExplainsJobsTheIntakeTookOrMissed(t *testing.T) {
 		_ = in.c.TerminateWorkflow(context.Background(), workflows.UnmatchedJobsWorkflowID, "", "test over")
 	})
 	pool := "why-full"
-	in.apply(in.spec(workflows.PoolSpec{Name: pool, Organization: org, Labels: []string{"linux"}})) // max 0
-	in.waitForRoutable(pool)
+	// A pool whose scheduled override holds it at 0 runners now, where its spec allows 2.
+	two, zero := 2, 0
+	held := in.spec(workflows.PoolSpec{Name: "why-night", Organization: org, Labels: []string{"linux", "night"}})
+	held.MaxReplicas = &two
+	now := time.Now()
+	held.ScheduledOverrides = []workflows.ScheduledOverride{{StartTime: metav1.NewTime(now.Add(-time.Hour)),
+		EndTime: metav1.NewTime(now.Add(time.Hour)), MaxReplicas: &zero}}
+	in.apply(in.spec(workflows.PoolSpec{Name: pool, Organization: org, Labels: []string{"linux"}}), held) // max 0
+	in.waitForRoutable(pool, held.Name)
+
+	night := in.queue(org+"/app", []string{"self-hosted", "linux", "night"})
+	in.checkWhy(night, poolcli.CauseOverride, "a scheduled override holds pool why-night at max 0 (spec 2)")
 
 	atMax := in.queue(org+"/app", []string{"self-hosted", "linux"})
 	in.checkWhy(atMax, poolcli.CauseAtMax, "pool why-full is at its maximum (0 runners")
