@@ -61,6 +61,14 @@ func TestWhyExplainsJobsTheIntakeTookOrMissed(t *testing.T) {
 		t.Errorf("recorded %v unmatched jobs, want 1", got)
 	}
 
+	// A job for GitHub-hosted runners (no self-hosted, no pool's label) is not recorded.
+	hosted := in.queue(org+"/app", []string{"ubuntu-latest"})
+	in.waitDelivered()
+	in.checkWhy(hosted, poolcli.CauseNotReceived, "never reached the intake")
+	if got := testutil.ToFloat64(in.metrics.Unmatched("recorded")); got != 1 {
+		t.Errorf("recorded %v unmatched jobs after a GitHub-hosted one, want still 1", got)
+	}
+
 	in.github.DropWebhooks(1)
 	lost := in.queue(org+"/app", []string{"self-hosted", "linux"})
 	in.waitDelivered()
