@@ -89,6 +89,9 @@ func gatherWhy(ctx context.Context, c client.Client, job int64, opt WhyOptions) 
 			return f, err
 		}
 		all = append(all, st)
+		if st.Pull != nil {
+			f.Pulled = append(f.Pulled, PulledPool{Pool: st.Name, At: st.Pull.At, Queued: st.Pull.Queued})
+		}
 		if i := slices.IndexFunc(st.Reserved, func(r workflows.Reservation) bool { return r.JobID == job }); i >= 0 {
 			f.Reservation, f.Pool = &st.Reserved[i], &st
 		}

@@ -51,6 +51,16 @@ type WhyFacts struct {
 	Unmatched *workflows.UnmatchedJob `json:"unmatched,omitempty"`
 	// NearMisses are the pools whose labels came closest to an unmatched job's.
 	NearMisses []NearMiss `json:"nearMisses,omitempty"`
+	// Pulled are the pools that read their demand from GitHub by pull: they count queued jobs
+	// and hold no job by id, so a job only they serve is never held.
+	Pulled []PulledPool `json:"pulled,omitempty"`
+}
+
+// PulledPool is a pool's last pull, as its status reports it.
+type PulledPool struct {
+	Pool   string    `json:"pool"`
+	At     time.Time `json:"at,omitzero"`
+	Queued int       `json:"queued"`
 }
 
 // RunnerFacts is one runner workflow as `why` sees it: its status query, its description's
@@ -146,9 +156,13 @@ func jobNotHeld(f WhyFacts) Verdict {
 	case f.Pools == 0:
 		return Verdict{CauseNoPoolExists, "no pool is running"}
 	}
-	return Verdict{CauseNotReceived, "no pool holds the job and the intake recorded no unmatched delivery for it: " +
+	d := "no pool holds the job and the intake recorded no unmatched delivery for it: " +
 		"GitHub's delivery never reached the intake or was refused (see the webhook's recent deliveries; " +
-		"the reconcile Schedule redelivers failed ones), or the job finished long ago"}
+		"the reconcile Schedule redelivers failed ones), or the job finished long ago"
+	for _, p := range f.Pulled {
+		d += fmt.Sprintf("; pool %s reads its demand by pull and holds no job by id (last read %s: %d queued)", p.Pool, clock(p.At), p.Queued)
+	}
+	return Verdict{CauseNotReceived, d}
 }
 
 // runnerCause judges the runner the job waits for; ok is false when nothing holds it back.

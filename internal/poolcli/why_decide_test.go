@@ -35,6 +35,8 @@ func TestDecideCause(t *testing.T) {
 		{"running on its runner", WhyFacts{Running: true, Pool: pool(nil), Runner: runner(workflows.RunnerStatus{JobID: 7}, nil)}, CauseNone, "running on linux-1"},
 		{"no pool holds it, none recorded", WhyFacts{Pools: 2}, CauseNotReceived, "never reached the intake"},
 		{"no pools at all", WhyFacts{}, CauseNoPoolExists, "no pool"},
+		{"a pull pool holds no job by id", WhyFacts{Pools: 1, Pulled: []PulledPool{{Pool: "pulled", At: t0, Queued: 3}}},
+			CauseNotReceived, "pool pulled reads its demand by pull and holds no job by id (last read 10:00:00Z: 3 queued)"},
 		{"unmatched, with the closest pool", WhyFacts{Pools: 1,
 			Unmatched:  &workflows.UnmatchedJob{JobID: 7, Labels: []string{"self-hosted", "gpu"}, Repository: "acme/app", At: t0},
 			NearMisses: []NearMiss{{Pool: "linux", Missing: []string{"gpu"}}}}, CauseNoPool, "pool linux lacks [gpu]"},
