@@ -240,8 +240,10 @@ func TestWhyExplainsTheBudgetAtItsReserve(t *testing.T) {
 		return false
 	})
 	a := r.Facts.Runner.Activity
-	if a == nil || a.Type != workflows.ActivityRegisterRunner || a.NextAttempt.IsZero() || !strings.Contains(r.Detail, "until "+a.NextAttempt.UTC().Format("15:04:05Z")) {
-		t.Errorf("why %d: %s (activity %+v), want the registration waiting until its next attempt", job, r.Detail, a)
+	// Usually the job's runner's registration; a runner of the pool leaving at the same moment
+	// waits on the same budget for its removal, which holds the job as much.
+	if a == nil || a.FailureType != workflows.ErrRateLimited || a.NextAttempt.IsZero() || !strings.Contains(r.Detail, "until "+a.NextAttempt.UTC().Format("15:04:05Z")) {
+		t.Errorf("why %d: %s (activity %+v), want a GitHub call waiting at the reserve until its next attempt", job, r.Detail, a)
 	}
 	in.checkGetWaiting(spec.Name, 0, poolcli.CauseBudget)
 	if text := whyText(t, in, job); !strings.Contains(text, "Waiting: github-budget") || !strings.Contains(text, "hourly budget is at its reserve until") {
