@@ -19,6 +19,7 @@ commands:
   serve   take GitHub workflow_job webhooks and feed the pools' scale windows
   apply   start or update pools from a pools file (-f pools.yaml)
   get     show one pool's status, or all pools
+  why     say why a job waits for a runner (starter why <job id>)
 
 Run "starter <command> -h" for a command's flags; "starter --version" prints the release.`
 
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runApply(ctx, args[1:], stdout)
 	case "get":
 		return runGet(ctx, args[1:], stdout)
+	case "why":
+		return runWhy(ctx, args[1:], stdout)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, runnerflow.Version())
 		return nil

@@ -82,6 +82,7 @@ var Definitions = []Definition{
 	{Name: ReconcileWorkflowType, Fn: ReconcileWorkflow},
 	{Name: ScopeListingWorkflowType, Fn: ScopeListingWorkflow},
 	{Name: RepoPullWorkflowType, Fn: RepoPullWorkflow},
+	{Name: UnmatchedJobsWorkflowType, Fn: UnmatchedJobsWorkflow},
 }
 
 // ReconcileScheduleID is the one Temporal Schedule of a deployment (a Temporal namespace) that

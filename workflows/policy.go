@@ -965,3 +965,8 @@ var ScaleSetSessionCallPolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: scaleSetNonRetryable,
 	},
 }
+
+// UnmatchedJobsMax: the unmatched-jobs workflow keeps this many of the newest queued jobs no
+// pool fits — enough for an hour of a busy organization's mislabelled jobs, small enough that
+// its state (about 200 bytes a job) stays far below a payload's limit across continue-as-new.
+const UnmatchedJobsMax = 500

@@ -426,6 +426,7 @@ func (p *pool) recordMetrics(now time.Time) {
 	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
 	m.Gauge("runnerflow_pool_warm_registrations").Update(float64(p.warmReady(now)))
 	p.recordClusterMetrics()
+	p.recordWaiting(now)
 	counts := p.runnersByState()
 	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {
 		m.WithTags(map[string]string{"state": string(s)}).Gauge("runnerflow_pool_runners").Update(float64(counts[s]))

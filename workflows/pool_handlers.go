@@ -108,6 +108,7 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 		if rep.JobID != 0 && rep.JobID != r.JobID {
 			p.endJob(r) // a persistent runner that took its next job before reporting idle
 			r.JobID = rep.JobID
+			p.jobTaken(r.JobID, workflow.Now(p.ctx))
 		}
 	case RunnerIdle:
 		r.Busy = false
@@ -368,6 +369,7 @@ func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationB
 	if params.Pool != "" {
 		p.tieJobsInProgress(batch)
 	}
+	p.measureJobsTakenEarly(batch, now)
 	p.changed = true
 	return res, nil
 }
@@ -389,6 +391,7 @@ func (p *pool) tieJobsInProgress(batch ReservationBatch) {
 		r := &p.st.Runners[i]
 		if r.JobID == 0 {
 			r.JobID = ev.JobID
+			p.jobTaken(r.JobID, workflow.Now(p.ctx))
 		}
 		if r.State == RunnerDraining && !r.Busy {
 			p.endJob(r)

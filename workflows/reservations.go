@@ -112,7 +112,8 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 		}
 		switch ev.Action {
 		case JobQueued:
-			if book.reserve(ev.JobID, reservationExpiry(ev, p), p.Duration, ev.Repository) {
+			if book.reserve(Reservation{JobID: ev.JobID, ExpiresAt: reservationExpiry(ev, p), Duration: p.Duration,
+				Repository: ev.Repository, QueuedAt: ev.At, ReservedAt: p.Now}) {
 				res.Added++
 			}
 		case JobCompleted:
@@ -198,16 +199,15 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// reserve adds a reservation for the job, expiring at expires with duration d (kept for a
-// restarted clock), unless it already holds one or has completed.
-func (b *reservationBook) reserve(job int64, expires time.Time, d time.Duration, repo string) bool {
-	if _, ok := b.reservations[job]; ok {
+// reserve adds the reservation r, unless its job already holds one or has completed.
+func (b *reservationBook) reserve(r Reservation) bool {
+	if _, ok := b.reservations[r.JobID]; ok {
 		return false
 	}
-	if _, ok := b.released[job]; ok {
+	if _, ok := b.released[r.JobID]; ok {
 		return false
 	}
-	b.reservations[job] = Reservation{JobID: job, ExpiresAt: expires, Duration: d, Repository: repo}
+	b.reservations[r.JobID] = r
 	return true
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -314,6 +315,7 @@ func TestApplyReservationBatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := cloneState(tt.state)
 			got, result := ApplyReservationBatch(tt.state, tt.batch, tt.params)
+			got = withoutTimes(got) // the queued and reserved times have their own test
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("state:\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -405,6 +407,36 @@ func TestReservationStateWaitsUnserved(t *testing.T) {
 	} {
 		if got := s.WaitsUnserved(tt.now, tt.served, tt.idle); got != tt.want {
 			t.Errorf("%s: WaitsUnserved(%v, %v, %d) = %v, want %v", tt.name, tt.now, tt.served, tt.idle, got, tt.want)
+		}
+	}
+}
+
+// withoutTimes clears the reservations' QueuedAt and ReservedAt, which only `starter why` reads.
+func withoutTimes(s ReservationState) ReservationState {
+	s.Reservations = slices.Clone(s.Reservations)
+	for i := range s.Reservations {
+		s.Reservations[i].QueuedAt, s.Reservations[i].ReservedAt = time.Time{}, time.Time{}
+	}
+	return s
+}
+
+// A new reservation keeps its queued event's own time and when the pool applied it; a
+// duplicate keeps the first's.
+func TestReservationTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := ReservationParams{Now: t0, Duration: 10 * time.Minute, EventTimes: true}
+	first := ReservationBatch{Events: []WorkflowJobEvent{{JobID: 1, Action: JobQueued, At: t0.Add(-time.Minute)}, {JobID: 2, Action: JobQueued}}}
+	st, _ := ApplyReservationBatch(ReservationState{}, first, p)
+	p.Now = t0.Add(time.Minute)
+	st, _ = ApplyReservationBatch(st, ReservationBatch{Events: []WorkflowJobEvent{{JobID: 1, Action: JobQueued, At: t0}}}, p)
+	want := []Reservation{
+		{JobID: 1, QueuedAt: t0.Add(-time.Minute), ReservedAt: t0},
+		{JobID: 2, ReservedAt: t0},
+	}
+	for i, r := range st.Reservations {
+		if i >= len(want) || !r.QueuedAt.Equal(want[i].QueuedAt) || !r.ReservedAt.Equal(want[i].ReservedAt) {
+			t.Errorf("reservations %+v, want the times of %+v", st.Reservations, want)
+			break
 		}
 	}
 }

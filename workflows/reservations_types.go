@@ -48,6 +48,24 @@ type Reservation struct {
 	// ReservationRenewalsBeforeCheck of them the pool reads the job at GitHub without waiting
 	// for an idle runner (pool_jobcheck.go).
 	Renewals int `json:"renewals,omitempty"`
+	// QueuedAt is the queued event's own time (WorkflowJobEvent.At: when the intake took the
+	// delivery) and ReservedAt when the pool applied it, for `starter why`. State only: they
+	// change no command. Zero in reservations made before the fields.
+	QueuedAt   time.Time `json:"queuedAt,omitzero"`
+	ReservedAt time.Time `json:"reservedAt,omitzero"`
+	// Held is how long the waiting job was held by each cause (WaitCauses), HeldBy the cause
+	// at HeldSince, the pool's last look; Started is set once its start was measured
+	// (MetricJobWait). State only, for the metric: they change no command.
+	Held      []CauseHeld `json:"held,omitempty"`
+	HeldBy    string      `json:"heldBy,omitempty"`
+	HeldSince time.Time   `json:"heldSince,omitzero"`
+	Started   bool        `json:"started,omitempty"`
+}
+
+// CauseHeld is how long one cause held a waiting job.
+type CauseHeld struct {
+	Cause string        `json:"cause"`
+	For   time.Duration `json:"for"`
 }
 
 // ReleasedJob remembers a job whose completion was seen, so a queued event that arrives after it

@@ -488,6 +488,7 @@ func (r *runner) status() RunnerStatus {
 		Slot: r.in.Slot, RunnerID: r.reg.RunnerID, Attempt: r.attempt, PodPhase: r.obs.PodPhase,
 		Online: r.obs.Online, Busy: r.obs.Busy, JobID: r.obs.JobID, JobsRun: r.obs.JobsRun,
 		Draining: r.obs.Drain != nil || r.obs.Force != nil, Reason: r.reason,
+		PodReason: r.obs.PodReason, PodCreatedAt: r.obs.PodCreatedAt, OnlineAt: r.obs.OnlineAt,
 	}
 }
 

@@ -157,6 +157,10 @@ func TestRunnerQueryStatus(t *testing.T) {
 		}
 		want := RunnerStatus{Pool: runnerTestPool, Name: runnerTestName, State: RunnerBusy, TemplateHash: "h1", RunnerID: 7,
 			Attempt: 1, Online: true, Busy: true, JobID: 42}
+		if st.PodCreatedAt.IsZero() || st.OnlineAt.Before(st.PodCreatedAt) {
+			t.Errorf("status times: pod created %v, online %v; want both, in that order", st.PodCreatedAt, st.OnlineAt)
+		}
+		st.PodCreatedAt, st.OnlineAt = time.Time{}, time.Time{}
 		if st != want {
 			t.Errorf("status = %+v, want %+v", st, want)
 		}

@@ -22,6 +22,12 @@ type RunnerStatus struct {
 	// Draining is true once a drain was requested.
 	Draining bool   `json:"draining"`
 	Reason   string `json:"reason,omitempty"`
+	// PodReason is the pod's status reason as the pod watcher last reported it; PodCreatedAt
+	// and OnlineAt are when this attempt's pod was created and its runner first seen online
+	// (zero until then), for `starter why`.
+	PodReason    string    `json:"podReason,omitempty"`
+	PodCreatedAt time.Time `json:"podCreatedAt,omitzero"`
+	OnlineAt     time.Time `json:"onlineAt,omitzero"`
 }
 
 // DrainResult answers UpdateDrain: the request was recorded, and this is where the runner

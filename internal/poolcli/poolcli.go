@@ -199,11 +199,23 @@ func RunGet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	waiting, err := PoolWaiting(ctx, c, st, WhyOptions{Namespace: conn.Namespace})
+	if err != nil {
+		return err
+	}
 	if *output == "json" {
-		return writeJSON(stdout, st)
+		return writeJSON(stdout, PoolView{PoolStatus: st, Waiting: waiting})
 	}
 	printStatus(stdout, st)
+	printWaiting(stdout, waiting)
 	return nil
+}
+
+// PoolView is `starter get <pool> -o json`: the pool's status query, and its waiting jobs with
+// their causes (PoolWaiting).
+type PoolView struct {
+	workflows.PoolStatus
+	Waiting []WaitingJob `json:"waiting"`
 }
 
 // parseInterleaved parses flags that may follow positional arguments (`get mypool -o json`).

@@ -90,6 +90,9 @@ func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 		if je.event.Action == workflows.JobInProgress {
 			return answer{http.StatusOK, OutcomeIgnored, "no reservation to end"}
 		}
+		if je.event.Action == workflows.JobQueued {
+			return h.recordUnmatched(ctx, je)
+		}
 		return answer{http.StatusOK, OutcomeUnrouted, "no pool serves this job's repository and labels"}
 	}
 	for _, p := range targets {

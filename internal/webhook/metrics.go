@@ -30,6 +30,7 @@ type Metrics struct {
 	runnerSignals *prometheus.CounterVec
 	jobStart      *prometheus.HistogramVec
 	windowSignals *prometheus.HistogramVec
+	unmatched     *prometheus.CounterVec
 }
 
 // NewMetrics creates the webhook series and registers them with reg (the one registry /metrics
@@ -60,9 +61,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			// Up to workflows.WorkflowJobsSignalMaxEvents.
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
 		}, []string{"result"}),
+		unmatched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runnerflow_webhook_unmatched_jobs_total",
+			Help: "Queued jobs no pool fits that ask for a self-hosted runner or name a pool's label, recorded for `starter why`, by result.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.ack, m.runnerSignals, m.jobStart, m.windowSignals)
+		reg.MustRegister(m.events, m.ack, m.runnerSignals, m.jobStart, m.windowSignals, m.unmatched)
 	}
 	return m
 }
@@ -84,6 +89,20 @@ func (m *Metrics) observeWindowSignal(events int, err error) {
 		result = "error"
 	}
 	m.windowSignals.WithLabelValues(result).Observe(float64(events))
+}
+
+// observeUnmatched counts one unmatched job handed to the unmatched-jobs workflow.
+func (m *Metrics) observeUnmatched(err error) {
+	result := "recorded"
+	if err != nil {
+		result = "error"
+	}
+	m.unmatched.WithLabelValues(result).Inc()
+}
+
+// Unmatched returns the counter of unmatched jobs with the given result, for tests.
+func (m *Metrics) Unmatched(result string) prometheus.Counter {
+	return m.unmatched.WithLabelValues(result)
 }
 
 // eventLabel keeps the event label bounded whatever the X-GitHub-Event header says.

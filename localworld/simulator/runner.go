@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 )
 
@@ -93,6 +94,15 @@ func (r *runner) run(pod *corev1.Pod) {
 // interrupted (deletion, the pod vanished, the simulator stopped) or should stay as it is.
 func (r *runner) lifecycle(pod *corev1.Pod) *termination {
 	if !r.retry("binding the pod", func() error { return r.s.bind(r.work, r.ref, pod.Spec.NodeName) }) {
+		return nil
+	}
+	if r.fault(pod) == FaultImagePull {
+		r.log.Info("fault: the image cannot be pulled")
+		msg := fmt.Sprintf("Back-off pulling image %q", runnerImage(pod))
+		if !r.retry("showing the image pull failing", func() error { return r.s.markWaiting(r.work, r.ref, "ImagePullBackOff", msg) }) {
+			return nil
+		}
+		<-r.work.Done()
 		return nil
 	}
 	spec, err := parseRunnerSpec(pod)
@@ -326,4 +336,14 @@ func protocolStatus(err error) string {
 		return fmt.Sprintf("HTTP %d", perr.StatusCode)
 	}
 	return "not reachable"
+}
+
+// runnerImage is the image of the pod's runner container.
+func runnerImage(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == runnerpod.RunnerContainerName {
+			return c.Image
+		}
+	}
+	return ""
 }

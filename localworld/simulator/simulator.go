@@ -57,11 +57,14 @@ const (
 	// FaultEvict: the kubelet evicts the pod as soon as its runner is online, before it takes
 	// a job: the pod Fails with reason Evicted and the runner drops off GitHub.
 	FaultEvict Fault = "evict"
+	// FaultImagePull: the node cannot pull the runner's image: the pod is scheduled and stays
+	// Pending, its runner container waiting with ImagePullBackOff, as a kubelet shows it.
+	FaultImagePull Fault = "image-pull"
 )
 
 func (f Fault) valid() bool {
 	switch f {
-	case FaultNone, FaultNeverOnline, FaultCrashMidJob, FaultEvict:
+	case FaultNone, FaultNeverOnline, FaultCrashMidJob, FaultEvict, FaultImagePull:
 		return true
 	}
 	return false
