@@ -129,6 +129,14 @@ func TestScaleSetOfferedJobRunsOnlyOnceAcquired(t *testing.T) {
 		t.Fatalf("the set's runner took job %d before the listener acquired it", got.ID)
 	}
 
+	acquirableURL := svc + "/_apis/runtime/runnerscalesets/" + itoa(setID) + "/acquirablejobs?api-version=6.0-preview"
+	var acquirable struct {
+		Count int                 `json:"count"`
+		Value []acquirableJobJSON `json:"value"`
+	}
+	if st := arcCall(t, "GET", acquirableURL, admin, nil, &acquirable); st != http.StatusOK || acquirable.Count != 1 || acquirable.Value[0].RunnerRequestID != j.ID {
+		t.Errorf("acquirablejobs = %d %+v, want job %d", st, acquirable, j.ID)
+	}
 	acquireURL := svc + "/_apis/runtime/runnerscalesets/" + itoa(setID) + "/acquirejobs?api-version=6.0-preview"
 	queueAuth := "Bearer " + sess.MessageQueueAccessToken
 	if st := arcCall(t, "POST", acquireURL, admin, []int64{j.ID}, nil); st != http.StatusUnauthorized {
@@ -144,6 +152,9 @@ func TestScaleSetOfferedJobRunsOnlyOnceAcquired(t *testing.T) {
 	msg, jobs = arcPoll(t, sess)
 	if len(jobs) != 1 || jobs[0].MessageType != jobAssigned || msg.Statistics.TotalAssignedJobs != 1 || msg.Statistics.TotalAvailableJobs != 0 {
 		t.Errorf("after acquisition: %+v, statistics %+v; want JobAssigned, 1 assigned", jobs, msg.Statistics)
+	}
+	if arcCall(t, "GET", acquirableURL, admin, nil, &acquirable); acquirable.Count != 0 {
+		t.Errorf("acquirablejobs after acquisition = %+v, want none", acquirable)
 	}
 	if got := acquireNow(t, w.Server, runner); got == nil || got.ID != j.ID {
 		t.Fatalf("the set's runner got %+v after acquisition, want job %d", got, j.ID)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Job acquisition, the Actions service's flow for ARC v0.27.6's listener (Config.ScaleSetJobOffers):
@@ -13,6 +14,44 @@ import (
 
 func (s *Server) registerJobAcquisition(mux *http.ServeMux) {
 	s.handleQueue(mux, "POST "+scaleSetsRoute+"/{scale_set_id}/acquirejobs", s.queueAcquireJobs)
+	s.handleService(mux, "GET "+scaleSetsRoute+"/{scale_set_id}/acquirablejobs", s.svcAcquirableJobs)
+}
+
+// acquirableJobJSON is a job a set was offered and may still acquire. A new listener lists
+// them when its session starts, since the messages that offered them went to an earlier one.
+type acquirableJobJSON struct {
+	AcquireJobURL   string   `json:"acquireJobUrl"`
+	MessageType     string   `json:"messageType"`
+	RunnerRequestID int64    `json:"runnerRequestId"`
+	RepositoryName  string   `json:"repositoryName"`
+	OwnerName       string   `json:"ownerName"`
+	JobWorkflowRef  string   `json:"jobWorkflowRef"`
+	EventName       string   `json:"eventName"`
+	RequestLabels   []string `json:"requestLabels"`
+}
+
+// svcAcquirableJobs lists the set's offered jobs, oldest first.
+func (s *Server) svcAcquirableJobs(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, serr := s.scaleSetIn(r, scope)
+	if serr != nil {
+		return 0, nil, serr
+	}
+	out := []acquirableJobJSON{}
+	for _, id := range s.st.queued {
+		j := s.st.jobs[id]
+		if !ss.jobs[id] || !j.offered {
+			continue
+		}
+		m := s.jobMessage(jobAvailable, j, nil)
+		out = append(out, acquirableJobJSON{
+			AcquireJobURL: s.baseURL + strings.TrimPrefix(scaleSetsRoute, "/") + "/" + strconv.FormatInt(ss.id, 10) + "/acquirejobs",
+			MessageType:   jobAvailable, RunnerRequestID: j.ID, RepositoryName: m.RepositoryName, OwnerName: m.OwnerName,
+			JobWorkflowRef: m.JobWorkflowRef, EventName: m.EventName, RequestLabels: m.RequestLabels,
+		})
+	}
+	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
 }
 
 // int64ListJSON is the Actions service's list of ids.

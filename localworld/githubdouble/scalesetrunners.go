@@ -166,6 +166,12 @@ var serviceResults = map[string]string{
 
 // pushJobMessage adds a job message to the set's queue and wakes its long poll. Callers hold s.mu.
 func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
+	ss.queue.pending = append(ss.queue.pending, s.jobMessage(typ, j, rn))
+	s.st.wakeWaiters()
+}
+
+// jobMessage is a job message of a type about a job (and its runner, if any). Callers hold s.mu.
+func (s *Server) jobMessage(typ string, j *job, rn *runner) jobMessageJSON {
 	owner, repo, _ := strings.Cut(j.Repository, "/")
 	m := jobMessageJSON{
 		MessageType: typ, RunnerRequestID: j.ID, RepositoryName: repo, OwnerName: owner,
@@ -184,8 +190,7 @@ func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
 		m.FinishTime = j.CompletedAt.UTC()
 		m.Result = cmp.Or(serviceResults[j.Conclusion], j.Conclusion)
 	}
-	ss.queue.pending = append(ss.queue.pending, m)
-	s.st.wakeWaiters()
+	return m
 }
 
 // runnerReferenceJSON is the Actions service's RunnerReference.
