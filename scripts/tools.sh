@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local test world once per machine: the Temporal CLI (dev server,
 # Web UI, operator commands), kube-apiserver and etcd, kube-controller-manager (the world's
-# garbage collector), actions-runner-controller (the benchmark's peer, with its CRDs), and fetches
+# garbage collector), actions-runner-controller (the benchmark's peer in both its modes, with its
+# CRDs and the scale-set listener), and fetches
 # GitHub's published OpenAPI description for the contract test. Everything lands in a per-machine cache keyed by version, so
 # a warm run (even from a fresh clone) builds nothing; bin/ in the repository links to it.
 set -euo pipefail
@@ -97,6 +98,29 @@ build_lint() {
   mv "$out/staticcheck.tmp" "$out/staticcheck"
 }
 
+# ARC's scale-set mode from the same module: the controller manager above runs it with
+# --auto-scaling-runner-set-only; the listener it starts per scale set is its own binary, and its
+# actions.github.com CRDs (AutoscalingRunnerSet, AutoscalingListener, EphemeralRunnerSet,
+# EphemeralRunner) go into one multi-document file.
+build_arc_scaleset() {
+  local out=$cache/arc-$arc_version
+  [ -x "$out/arc-scaleset-listener" ] && [ -s "$out/arc-scaleset-crds.yaml" ] && return
+  log "building actions-runner-controller $arc_version's scale-set listener"
+  mkdir -p "$out"
+  local module=github.com/actions/actions-runner-controller
+  go -C "$repo/tools/arc" build -ldflags "-X $module/build.Version=$arc_version" \
+    -o "$out/arc-scaleset-listener.tmp" "$module/cmd/githubrunnerscalesetlistener"
+  local src
+  src=$(go -C "$repo/tools/arc" list -m -f '{{.Dir}}' "$module")
+  local crd
+  : >"$out/arc-scaleset-crds.yaml.tmp"
+  for crd in "$src"/config/crd/bases/actions.github.com_*.yaml; do
+    { echo "---"; cat "$crd"; } >>"$out/arc-scaleset-crds.yaml.tmp"
+  done
+  mv "$out/arc-scaleset-listener.tmp" "$out/arc-scaleset-listener"
+  mv "$out/arc-scaleset-crds.yaml.tmp" "$out/arc-scaleset-crds.yaml"
+}
+
 fetch_github_openapi() {
   local out=$cache/octokit-openapi-$octokit_openapi_version
   [ -s "$out/ghec.json" ] && return
@@ -125,11 +149,11 @@ case "${1:-all}" in
   temporal) build_temporal ;;
   kubernetes) build_kubernetes ;;
   kube-controller-manager) build_kube_controller_manager ;;
-  arc) build_arc ;;
+  arc) build_arc; build_arc_scaleset ;;
   lint) build_lint ;;
   github-openapi) fetch_github_openapi ;;
   webhook-examples) fetch_webhook_examples ;;
-  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; build_lint; fetch_github_openapi; fetch_webhook_examples ;;
+  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; build_arc_scaleset; build_lint; fetch_github_openapi; fetch_webhook_examples ;;
   *) echo "usage: $0 [all|temporal|kubernetes|kube-controller-manager|arc|lint|github-openapi|webhook-examples]" >&2; exit 2 ;;
 esac
 
@@ -137,7 +161,7 @@ esac
 [ -x "$cache/kubernetes-$kubernetes_version/kube-apiserver" ] && link "$cache/kubernetes-$kubernetes_version/kube-apiserver" kube-apiserver
 [ -x "$cache/kubernetes-$kubernetes_version/etcd" ] && link "$cache/kubernetes-$kubernetes_version/etcd" etcd
 [ -x "$cache/kubernetes-$kubernetes_version/kube-controller-manager" ] && link "$cache/kubernetes-$kubernetes_version/kube-controller-manager" kube-controller-manager
-for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml; do
+for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml arc-scaleset-listener arc-scaleset-crds.yaml; do
   [ -s "$cache/arc-$arc_version/$f" ] && link "$cache/arc-$arc_version/$f" "$f"
 done
 for f in workflowcheck staticcheck; do

@@ -29,6 +29,19 @@ func bearer(r *http.Request) string {
 	return strings.TrimSpace(cred)
 }
 
+// restCredential extracts a REST API credential: a token or bearer credential, or a personal
+// token sent as the password of HTTP Basic authentication (any user name), which GitHub's REST
+// API also accepts and ARC v0.27.6's scale-set client sends.
+func restCredential(r *http.Request) string {
+	if cred := bearer(r); cred != "" {
+		return cred
+	}
+	if _, password, ok := r.BasicAuth(); ok {
+		return strings.TrimSpace(password)
+	}
+	return ""
+}
+
 // handleAPI registers a REST endpoint behind GitHub's authentication, rate limits and call
 // counting. The pattern is also the route template calls are counted under.
 func (s *Server) handleAPI(mux *http.ServeMux, pattern string, h http.HandlerFunc) {
@@ -39,7 +52,7 @@ func (s *Server) handleAPI(mux *http.ServeMux, pattern string, h http.HandlerFun
 			answerOutage(rec, status)
 			return
 		}
-		cred := bearer(r)
+		cred := restCredential(r)
 		tok, ok := s.lookupToken(cred)
 		if !ok {
 			s.answerUnauthenticated(rec, cred == "")

@@ -68,6 +68,9 @@ type job struct {
 	headSHA string
 	// scaleSetID is the scale set the job was assigned to; only that set's runners take it.
 	scaleSetID int64
+	// offered marks a job its set was offered but has not acquired (Config.ScaleSetJobOffers):
+	// no runner takes it yet.
+	offered bool
 }
 
 // QueueJob creates a workflow run with one queued job and sends its "queued" webhook. The job
@@ -204,7 +207,7 @@ func labelsMatch(runnerLabels, jobLabels []string) bool {
 func (s *Server) assignNext(r *runner) *job {
 	for i, id := range s.st.queued {
 		j := s.st.jobs[id]
-		if j.scaleSetID != r.scaleSetID || !s.canSee(r, j) || !labelsMatch(r.labels, j.Labels) {
+		if j.scaleSetID != r.scaleSetID || j.offered || !s.canSee(r, j) || !labelsMatch(r.labels, j.Labels) {
 			continue
 		}
 		s.st.queued = slices.Delete(s.st.queued, i, i+1)

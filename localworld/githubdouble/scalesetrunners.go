@@ -35,20 +35,29 @@ type ScaleSetStatistics struct {
 	TotalIdleRunners       int `json:"totalIdleRunners"`
 }
 
-// statistics counts a set's jobs (assigned = waiting + running; a runner acquires a job as it
-// starts it) and runners. Callers hold s.mu.
+// statistics counts a set's jobs and runners. Assigned jobs are those waiting for one of its
+// runners plus those running. Without job offers a waiting job also counts as available and a
+// runner acquires a job as it starts it; with offers, available jobs are the offered ones and
+// acquired the assigned ones. Callers hold s.mu.
 func (s *Server) statistics(ss *scaleSet) ScaleSetStatistics {
 	var st ScaleSetStatistics
+	offered, waiting := 0, 0
 	for id := range ss.jobs {
-		switch s.st.jobs[id].Status {
-		case StatusQueued:
-			st.TotalAvailableJobs++
-		case StatusInProgress:
+		j := s.st.jobs[id]
+		switch {
+		case j.Status == StatusQueued && j.offered:
+			offered++
+		case j.Status == StatusQueued:
+			waiting++
+		case j.Status == StatusInProgress:
 			st.TotalRunningJobs++
 		}
 	}
-	st.TotalAcquiredJobs = st.TotalRunningJobs
-	st.TotalAssignedJobs = st.TotalAvailableJobs + st.TotalRunningJobs
+	st.TotalAssignedJobs = waiting + st.TotalRunningJobs
+	st.TotalAvailableJobs, st.TotalAcquiredJobs = waiting, st.TotalRunningJobs
+	if s.cfg.ScaleSetJobOffers {
+		st.TotalAvailableJobs, st.TotalAcquiredJobs = offered, st.TotalAssignedJobs
+	}
 	for _, rn := range s.st.runners {
 		if rn.scaleSetID != ss.id {
 			continue
@@ -80,6 +89,11 @@ func (s *Server) routeToScaleSet(j *job) {
 		}
 		j.scaleSetID = ss.id
 		ss.jobs[j.ID] = true
+		if s.cfg.ScaleSetJobOffers {
+			j.offered = true
+			s.pushJobMessage(ss, jobAvailable, j, nil)
+			return
+		}
 		s.pushJobMessage(ss, jobAssigned, j, nil)
 		return
 	}
@@ -117,6 +131,7 @@ func (s *Server) scaleSetJobCompleted(j *job) {
 
 // Job message types, as the scale-set client decodes them.
 const (
+	jobAvailable = "JobAvailable"
 	jobAssigned  = "JobAssigned"
 	jobStarted   = "JobStarted"
 	jobCompleted = "JobCompleted"
@@ -151,6 +166,12 @@ var serviceResults = map[string]string{
 
 // pushJobMessage adds a job message to the set's queue and wakes its long poll. Callers hold s.mu.
 func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
+	ss.queue.pending = append(ss.queue.pending, s.jobMessage(typ, j, rn))
+	s.st.wakeWaiters()
+}
+
+// jobMessage is a job message of a type about a job (and its runner, if any). Callers hold s.mu.
+func (s *Server) jobMessage(typ string, j *job, rn *runner) jobMessageJSON {
 	owner, repo, _ := strings.Cut(j.Repository, "/")
 	m := jobMessageJSON{
 		MessageType: typ, RunnerRequestID: j.ID, RepositoryName: repo, OwnerName: owner,
@@ -169,8 +190,7 @@ func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
 		m.FinishTime = j.CompletedAt.UTC()
 		m.Result = cmp.Or(serviceResults[j.Conclusion], j.Conclusion)
 	}
-	ss.queue.pending = append(ss.queue.pending, m)
-	s.st.wakeWaiters()
+	return m
 }
 
 // runnerReferenceJSON is the Actions service's RunnerReference.

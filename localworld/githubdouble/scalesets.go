@@ -86,6 +86,7 @@ func (s *Server) registerScaleSets(mux *http.ServeMux) {
 	s.handleService(mux, "GET "+servicePath+"/_apis/runtime/runnergroups", s.svcFindRunnerGroup)
 	s.registerScaleSetRunners(mux)
 	s.registerSessions(mux)
+	s.registerJobAcquisition(mux)
 }
 
 // renderScaleSet builds the service's view of a set. Callers hold s.mu.
@@ -255,7 +256,7 @@ func (s *Server) deleteScaleSet(ss *scaleSet) {
 	}
 	for id := range ss.jobs {
 		if j := s.st.jobs[id]; j.Status == StatusQueued {
-			j.scaleSetID = 0
+			j.scaleSetID, j.offered = 0, false
 		}
 	}
 	s.log.Debug("scale set deleted", "scaleSet", ss.name, "scope", ss.scope.String())

@@ -71,6 +71,11 @@ type Config struct {
 	// Retry-After. 0 means no throttle. GitHub publishes no limits for the Actions service; this
 	// is an assumption to test a client's back-off, off by default.
 	ActionsServiceCallsPerMinute int
+	// ScaleSetJobOffers serves scale sets as the Actions service did for ARC v0.27.6's client:
+	// a set is offered a job (JobAvailable) and holds it only once its listener acquires it
+	// (POST acquirejobs), which assigns it (JobAssigned). Off, a set is assigned its jobs at
+	// once, as github.com/actions/scaleset v0.2.0 expects. One world serves one of the two.
+	ScaleSetJobOffers bool
 }
 
 // Server is a running GitHub double. All state sits behind one mutex; ids come from counters,

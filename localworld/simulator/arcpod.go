@@ -19,9 +19,20 @@ import (
 // released the runner; the simulator's grace-0 final delete then completes with the finalizer.
 const LabelARCRunner = "actions-runner"
 
-// arcPodSelector selects ARC's runner pods.
-func arcPodSelector() (string, error) {
-	r, err := labels.NewRequirement(LabelARCRunner, selection.Exists, nil)
+// LabelARCEphemeralRunner is the label ARC's scale-set mode puts on the pod of every
+// EphemeralRunner. The pod is named after the runner, and its runner container takes the JIT
+// configuration from the EphemeralRunner's Secret (ACTIONS_RUNNER_INPUT_JITCONFIG), as
+// runnerflow's JIT pods do; the simulator plays it the same way.
+const LabelARCEphemeralRunner = "actions-ephemeral-runner"
+
+// arcPodSelector selects ARC's runner pods of the summerwind mode.
+func arcPodSelector() (string, error) { return labelExists(LabelARCRunner) }
+
+// arcScaleSetPodSelector selects the runner pods of ARC's scale-set mode.
+func arcScaleSetPodSelector() (string, error) { return labelExists(LabelARCEphemeralRunner) }
+
+func labelExists(key string) (string, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
 	if err != nil {
 		return "", err
 	}
@@ -35,6 +46,12 @@ func runnerNameOf(pod *corev1.Pod) string {
 		return name
 	}
 	if _, ok := pod.Labels[LabelARCRunner]; ok {
+		return pod.Name
+	}
+	if _, ok := pod.Labels[LabelARCEphemeralRunner]; ok {
+		return pod.Name
+	}
+	if isARCListenerPod(pod) {
 		return pod.Name
 	}
 	return ""

@@ -73,7 +73,11 @@ func newRunner(s *Simulator, pod *corev1.Pod) *runner {
 // being deleted, finishes the deletion as the kubelet does once the container has stopped.
 func (r *runner) run(pod *corev1.Pod) {
 	defer r.s.wg.Done()
-	if end := r.lifecycle(pod); end != nil && r.work.Err() == nil {
+	lifecycle := r.lifecycle
+	if isARCListenerPod(pod) {
+		lifecycle = r.listenerLifecycle
+	}
+	if end := lifecycle(pod); end != nil && r.work.Err() == nil {
 		// The kubelet keeps trying until the API server takes the final status (an outage, a
 		// throttled or overloaded server): a pod never left Running because one write failed.
 		r.retry("setting the pod's final status", func() error { return r.s.terminate(r.life, r.ref, *end) })

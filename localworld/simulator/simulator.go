@@ -85,6 +85,9 @@ type Config struct {
 	NodeName string
 	// Logger receives the simulator's logs; nil discards them.
 	Logger *slog.Logger
+	// ARCListener, when set, makes the simulator play the listener pods of ARC's scale-set
+	// mode by running ARC's listener process (arclistener.go); nil leaves them alone.
+	ARCListener *ARCListener
 }
 
 // Stats counts what the simulator did, for tests.
@@ -188,7 +191,8 @@ func (s *Simulator) Run(ctx context.Context) error {
 }
 
 // startInformers starts pod informers per namespace (all namespaces when none are named),
-// one for runnerflow's runner pods and one for ARC's, and waits for their caches.
+// one for runnerflow's runner pods, one for each of ARC's modes' runner pods and, when the
+// simulator plays them, one for ARC's listener pods, and waits for their caches.
 func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInformerFactory, error) {
 	runnerflowPods, err := runnerPodSelector()
 	if err != nil {
@@ -198,13 +202,25 @@ func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInfor
 	if err != nil {
 		return nil, err
 	}
+	arcScaleSetPods, err := arcScaleSetPodSelector()
+	if err != nil {
+		return nil, err
+	}
+	selectors := []string{runnerflowPods, arcPods, arcScaleSetPods}
+	if s.cfg.ARCListener != nil {
+		listeners, err := arcListenerPodSelector()
+		if err != nil {
+			return nil, err
+		}
+		selectors = append(selectors, listeners)
+	}
 	namespaces := s.cfg.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
 	}
 	var factories []informers.SharedInformerFactory
 	for _, ns := range namespaces {
-		for _, selector := range []string{runnerflowPods, arcPods} {
+		for _, selector := range selectors {
 			f, err := s.startInformer(ctx, ns, selector)
 			if err != nil {
 				return factories, err

@@ -274,7 +274,12 @@ func waitHTTP(ctx context.Context, p *process, url string) error {
 // until the API server serves them. They are applied server-side: a client-side apply would
 // keep each whole definition in an annotation, which is larger than annotations may be.
 func InstallARCCRDs(ctx context.Context, cfg *rest.Config) error {
-	path, err := ToolPath("arc-crds.yaml")
+	return installCRDs(ctx, cfg, "arc-crds.yaml")
+}
+
+// installCRDs applies the CustomResourceDefinitions of a multi-document tool file.
+func installCRDs(ctx context.Context, cfg *rest.Config, tool string) error {
+	path, err := ToolPath(tool)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
-// Module arc builds actions-runner-controller v0.27.6 (controller manager and GitHub webhook
-// server) for the benchmark's peer run (bench --peer arc). It is kept apart from the project's
+// Module arc builds actions-runner-controller v0.27.6 (controller manager, GitHub webhook
+// server, scale-set listener) for the benchmark's peer runs (bench --peer arc). It is kept apart from the project's
 // module because ARC pins Kubernetes 0.26 and controller-runtime 0.14; nothing of ARC is
 // imported by runnerflow.
 module github.com/runnerflow/runnerflow/tools/arc
@@ -15,6 +15,7 @@ require (
 	github.com/cloudflare/circl v1.3.3 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/emicklei/go-restful/v3 v3.9.0 // indirect
+	github.com/evanphx/json-patch v4.12.0+incompatible // indirect
 	github.com/evanphx/json-patch/v5 v5.6.0 // indirect
 	github.com/fsnotify/fsnotify v1.6.0 // indirect
 	github.com/go-logr/logr v1.2.4 // indirect
@@ -61,6 +62,7 @@ require (
 	golang.org/x/crypto v0.11.0 // indirect
 	golang.org/x/net v0.12.0 // indirect
 	golang.org/x/oauth2 v0.7.0 // indirect
+	golang.org/x/sync v0.2.0 // indirect
 	golang.org/x/sys v0.10.0 // indirect
 	golang.org/x/term v0.10.0 // indirect
 	golang.org/x/text v0.11.0 // indirect
@@ -91,5 +93,6 @@ replace github.com/gregjones/httpcache => github.com/actions-runner-controller/h
 
 tool (
 	github.com/actions/actions-runner-controller
+	github.com/actions/actions-runner-controller/cmd/githubrunnerscalesetlistener
 	github.com/actions/actions-runner-controller/cmd/githubwebhookserver
 )
