@@ -36,10 +36,16 @@ const (
 	ScaleSetListenerWorkflowType = "scaleset-listener"
 	// SignalScaleSetMessage hands a scale set's message to its pool (ScaleSetMessageSignal).
 	SignalScaleSetMessage = "scaleset-message"
+	// SignalScaleSetListenerEnded tells the pool its listener ended (ScaleSetListenerEnded).
+	SignalScaleSetListenerEnded = "scaleset-listener-ended"
 )
 
-// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener.
-func ScaleSetListenerWorkflowID(pool string) string { return "scaleset-listener/" + pool }
+// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener of one set: a set
+// created again (GitHub deleted it, or the spec names another) gets a listener of its own,
+// so the old one's end never collides with the new one's start.
+func ScaleSetListenerWorkflowID(pool string, scaleSetID int64) string {
+	return "scaleset-listener/" + pool + "/" + strconv.FormatInt(scaleSetID, 10)
+}
 
 // Activities of runner scale sets (activities/scaleset_*.go).
 const (

@@ -869,3 +869,21 @@ var ScaleSetSessionCallPolicy = workflow.ActivityOptions{
 		NonRetryableErrorTypes: scaleSetNonRetryable,
 	},
 }
+
+// ScaleSetListenerRestartDelay: a set that could not be brought to the spec, or a listener
+// that ended (or did not start) for another reason than the set's deletion, is tried again
+// after this long; the pool's loop waits for it on its timer, so a lasting failure costs one
+// attempt a minute, visible in the pool's status.
+const ScaleSetListenerRestartDelay = time.Minute
+
+// ScaleSetListenerChildPolicy: a set's listener outlives the pool run that started it
+// (continue-as-new), so a message session is never dropped for the pool's housekeeping; a new
+// listener of the same set may follow one that ended.
+func ScaleSetListenerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            workflowID,
+		TaskQueue:             TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}
+}

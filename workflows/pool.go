@@ -62,6 +62,11 @@ type pool struct {
 	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
 	pulling     bool
 	pullVersion *workflow.Version
+	// scaleSetBusy is true while the set is brought to the spec or its listener started
+	// (continue-as-new waits for it); scaleSetVersion is changeScaleSetPools', asked once per
+	// run by a scale-set pool (pool_scaleset.go).
+	scaleSetBusy    bool
+	scaleSetVersion *workflow.Version
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -99,6 +104,7 @@ func (p *pool) run() error {
 	}
 	p.receiveSignals()
 	p.receiveScopeListing()
+	p.receiveScaleSet()
 	for {
 		now := workflow.Now(p.ctx)
 		p.changed = false
@@ -110,6 +116,7 @@ func (p *pool) run() error {
 		}
 		p.pruneReservations(now)
 		p.tendPull(now)
+		p.tendScaleSet(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -140,7 +147,7 @@ func (p *pool) decide(now time.Time) Plan {
 		elsewhere = p.busyElsewhere(now)
 	}
 	return Decide(DecideInput{
-		Pull:           p.pullDecision(now),
+		Pull:           p.demandDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),
@@ -231,7 +238,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -314,7 +321,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && !p.scaleSetBusy && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

@@ -455,6 +455,6 @@ func (p *pool) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
-		Pull: p.pullStatus(),
+		Pull: p.pullStatus(), ScaleSet: p.scaleSetStatus(),
 	}, nil
 }
