@@ -38,6 +38,8 @@ const (
 	SignalScaleSetMessage = "scaleset-message"
 	// SignalScaleSetListenerEnded tells the pool its listener ended (ScaleSetListenerEnded).
 	SignalScaleSetListenerEnded = "scaleset-listener-ended"
+	// SignalScaleSetCapacity tells a listener the pool's new maximum (ScaleSetCapacity).
+	SignalScaleSetCapacity = "scaleset-capacity"
 )
 
 // ScaleSetListenerWorkflowID is the id of a scale-set pool's listener of one set: a set

@@ -23,8 +23,10 @@ type PoolScaleSetState struct {
 	// an applied spec that describes it otherwise brings it there again.
 	Key        string `json:"key,omitempty"`
 	ScaleSetID int64  `json:"scaleSetID,omitempty"`
-	// Listening: a listener of ScaleSetID was started and has not said it ended.
-	Listening bool `json:"listening,omitempty"`
+	// Listening: a listener of ScaleSetID was started and has not said it ended; ListenerMax
+	// is the maximum it was last told, which it reports to the service.
+	Listening   bool `json:"listening,omitempty"`
+	ListenerMax int  `json:"listenerMax,omitempty"`
 	// SessionID is the session of the last message handed over.
 	SessionID string `json:"sessionID,omitempty"`
 	// Ledger holds the set's jobs, each once; Statistics and MessageAt are the last message's.
@@ -112,7 +114,30 @@ func (p *pool) tendScaleSet(now time.Time) {
 		p.ensureScaleSet(in, key)
 	case !st.Listening:
 		p.startScaleSetListener(now)
+	case st.ListenerMax != p.bounds(now).Max:
+		p.tellListenerCapacity(p.bounds(now).Max)
 	}
+}
+
+// tellListenerCapacity sends the listener the pool's new maximum (an apply, a scale, an
+// override). A signal that fails is sent again at the next iteration.
+func (p *pool) tellListenerCapacity(maxRunners int) {
+	id := p.st.ScaleSet.ScaleSetID
+	p.scaleSetBusy = true
+	p.inflight++
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.scaleSetBusy, p.changed = false, true; p.inflight-- }()
+		err := workflow.SignalExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, id), "",
+			SignalScaleSetCapacity, ScaleSetCapacity{MaxCapacity: maxRunners}).Get(ctx, nil)
+		st := p.st.ScaleSet
+		switch {
+		case st == nil || st.ScaleSetID != id:
+		case err != nil:
+			st.RetryAt = workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
+		default:
+			st.ListenerMax = maxRunners
+		}
+	})
 }
 
 // scaleSetWake is when the set is tried again after a failure (zero: nothing due).
@@ -154,8 +179,8 @@ func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
 			st.Error, st.RetryAt = err.Error(), workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
 			return
 		}
-		if old := st.ScaleSetID; old != 0 && old != out.ScaleSetID && st.Listening {
-			p.cancelScaleSetListener(ctx, old)
+		if old := st.ScaleSetID; old != 0 && old != out.ScaleSetID {
+			p.leaveScaleSet(ctx, *st)
 		}
 		if st.ScaleSetID != out.ScaleSetID {
 			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error}
@@ -165,11 +190,23 @@ func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
 	})
 }
 
-// cancelScaleSetListener ends the listener of a set the pool moved on from.
-func (p *pool) cancelScaleSetListener(ctx workflow.Context, id int64) {
-	err := workflow.RequestCancelExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, id), "").Get(ctx, nil)
-	if err != nil {
-		p.logger.Warn("Old scale-set listener not cancelled", "scaleSet", id, "error", err)
+// leaveScaleSet ends the listener of a set the pool moved on from (the spec names another
+// set, scope or group) and deletes that set at GitHub unless the spec keeps it. Best effort:
+// a set left behind is GitHub's to expire, and the operator's to delete.
+func (p *pool) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
+	if old.Listening {
+		err := workflow.RequestCancelExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, old.ScaleSetID), "").Get(ctx, nil)
+		if err != nil {
+			p.logger.Warn("Old scale-set listener not cancelled", "scaleSet", old.ScaleSetID, "error", err)
+		}
+	}
+	var was EnsureScaleSetInput
+	if p.st.Spec.ScaleSet == nil || p.st.Spec.ScaleSet.KeepOnDelete || json.Unmarshal([]byte(old.Key), &was) != nil {
+		return
+	}
+	in := DeleteScaleSetInput{Scope: was.Scope, ScaleSetID: old.ScaleSetID}
+	if _, err := runActivity[DeleteScaleSetInput, DeleteScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityDeleteScaleSet, in); err != nil {
+		p.logger.Warn("Old scale set not deleted", "scaleSet", old.ScaleSetID, "error", err)
 	}
 }
 
@@ -195,7 +232,7 @@ func (p *pool) startScaleSetListener(now time.Time) {
 			p.st.ScaleSet.RetryAt = workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
 			return
 		}
-		p.st.ScaleSet.Listening = true
+		p.st.ScaleSet.Listening, p.st.ScaleSet.ListenerMax = true, in.MaxCapacity
 	})
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,35 +20,67 @@ import (
 type scaleSetSim struct {
 	mu        sync.Mutex
 	nextID    int64
-	setID     int64
+	sets      map[string]int64
+	deleted   []int64
 	ensured   []EnsureScaleSetInput
 	listeners []string
+	// told are the maxima listeners were sent (SignalScaleSetCapacity), by listener id.
+	told []string
+}
+
+// tell records a maximum sent to a listener.
+func (s *scaleSetSim) tell(_, workflowID, _, _ string, arg any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.told = append(s.told, fmt.Sprintf("%s max=%d", workflowID, arg.(ScaleSetCapacity).MaxCapacity))
+	return nil
 }
 
 func (s *scaleSetSim) ensure(_ context.Context, in EnsureScaleSetInput) (EnsureScaleSetOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensured = append(s.ensured, in)
-	if s.setID == 0 {
-		s.setID = s.nextID
-		s.nextID++
-		return EnsureScaleSetOutput{ScaleSetID: s.setID, Created: true}, nil
+	if s.sets == nil {
+		s.sets = map[string]int64{}
 	}
-	return EnsureScaleSetOutput{ScaleSetID: s.setID}, nil
+	if id, ok := s.sets[in.Name]; ok {
+		return EnsureScaleSetOutput{ScaleSetID: id}, nil
+	}
+	s.sets[in.Name] = s.nextID
+	s.nextID++
+	return EnsureScaleSetOutput{ScaleSetID: s.sets[in.Name], Created: true}, nil
+}
+
+func (s *scaleSetSim) delete(_ context.Context, in DeleteScaleSetInput) (DeleteScaleSetOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleted = append(s.deleted, in.ScaleSetID)
+	return DeleteScaleSetOutput{Deleted: true}, nil
 }
 
 // deleteAtGitHub plays GitHub deleting the set: the next ensure creates another.
 func (s *scaleSetSim) deleteAtGitHub() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.setID = 0
+	s.sets = nil
 }
 
 func (s *scaleSetSim) listener(ctx workflow.Context, in ScaleSetListenerInput) (ScaleSetListenerResult, error) {
 	s.mu.Lock()
-	s.listeners = append(s.listeners, fmt.Sprintf("%s max=%d", workflow.GetInfo(ctx).WorkflowExecution.ID, in.MaxCapacity))
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	s.listeners = append(s.listeners, fmt.Sprintf("%s max=%d", id, in.MaxCapacity))
 	s.mu.Unlock()
-	return ScaleSetListenerResult{}, workflow.Await(ctx, func() bool { return false })
+	// A listener started by this run of the pool gets its signals here; one started by an
+	// earlier run, through the environment's external-signal mock (tell).
+	capacity := workflow.GetSignalChannel(ctx, SignalScaleSetCapacity)
+	for {
+		var c ScaleSetCapacity
+		capacity.Receive(ctx, &c)
+		if ctx.Err() != nil {
+			return ScaleSetListenerResult{}, ctx.Err()
+		}
+		_ = s.tell("", id, "", "", c)
+	}
 }
 
 func (s *scaleSetSim) started() []string {
@@ -80,7 +114,9 @@ func scaleSetPoolScenario(h *poolHarness, sim *scaleSetSim) (PoolSpec, time.Dura
 	spec.ScaleSet = &ScaleSetSpec{}
 	h.onSegment = func() {
 		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterActivityWithOptions(sim.delete, activity.RegisterOptions{Name: ActivityDeleteScaleSet})
 		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+		h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalScaleSetCapacity, mock.Anything).Return(sim.tell)
 	}
 	h.check(30*time.Second, "the set created and listened to, no runner without jobs", func(st PoolStatus) bool {
 		return st.ScaleSet != nil && st.ScaleSet.ScaleSetID == 5 && st.ScaleSet.Listening && len(st.Runners) == 0
@@ -109,6 +145,9 @@ func scaleSetPoolScenario(h *poolHarness, sim *scaleSetSim) (PoolSpec, time.Dura
 		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 3, 0, jobEvent(ScaleSetJobCompleted, 1, 2)...))
 	})
 	h.check(5*time.Minute, "back to zero", func(st PoolStatus) bool { return st.Desired == 0 && len(st.Runners) == 0 })
+	bigger := spec
+	bigger.MaxReplicas = ptr(4)
+	h.at(5*time.Minute+time.Second, func() { h.update("max", UpdateApply, ApplyRequest{Spec: bigger}) })
 	h.at(6*time.Minute, func() {
 		sim.deleteAtGitHub()
 		h.signal(SignalScaleSetListenerEnded, ScaleSetListenerEnded{ScaleSetID: 5, Gone: true, Reason: "gone"})
@@ -134,9 +173,12 @@ func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
 		if st.Totals.Started != 2 {
 			t.Errorf("[continue-as-new after %d] started %d runners, want one per job: 2", canAfter, st.Totals.Started)
 		}
-		want := []string{"scaleset-listener/linux/5 max=3", "scaleset-listener/linux/6 max=3"}
+		want := []string{"scaleset-listener/linux/5 max=3", "scaleset-listener/linux/6 max=4"}
 		if got := sim.started(); !slices.Equal(got, want) {
-			t.Errorf("[continue-as-new after %d] listeners started %q, want %q: one per set", canAfter, got, want)
+			t.Errorf("[continue-as-new after %d] listeners started %q, want %q: one per set, with the maximum in force", canAfter, got, want)
+		}
+		if want := []string{"scaleset-listener/linux/5 max=4"}; !slices.Equal(sim.told, want) {
+			t.Errorf("[continue-as-new after %d] listeners told %q, want %q: the applied maximum, once", canAfter, sim.told, want)
 		}
 		for _, in := range sim.ensured {
 			if in.Name != "linux" || in.Scope.Organization != "acme" || !slices.Equal(in.Labels, spec.Labels) {
@@ -150,6 +192,45 @@ func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
 		}
 		if fp != baseline {
 			t.Errorf("continue-as-new after %d ends differently:\n%s\nstraight through:\n%s", canAfter, fp, baseline)
+		}
+	}
+}
+
+// A spec that names another set moves the pool to it: the old set's listener is cancelled and
+// the old set deleted (unless keepOnDelete); a pool cannot become or stop being a scale set's.
+func TestScaleSetPoolMovesToTheSetItsSpecNames(t *testing.T) {
+	scaleSetsServed = true
+	t.Cleanup(func() { scaleSetsServed = false })
+	for _, keep := range []bool{false, true} {
+		sim := &scaleSetSim{nextID: 5}
+		h := newPoolHarness(t, 0)
+		spec := poolTestSpec()
+		spec.MinReplicas, spec.MaxReplicas = 0, ptr(3)
+		spec.ScaleSet = &ScaleSetSpec{KeepOnDelete: keep}
+		h.onSegment = func() {
+			h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+			h.env.RegisterActivityWithOptions(sim.delete, activity.RegisterOptions{Name: ActivityDeleteScaleSet})
+			h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+		}
+		renamed := spec
+		renamed.ScaleSet = &ScaleSetSpec{Name: "linux-big", KeepOnDelete: keep}
+		plain := spec
+		plain.ScaleSet = nil
+		h.at(time.Minute, func() { h.update("rename", UpdateApply, ApplyRequest{Spec: renamed}) })
+		h.at(2*time.Minute, func() { h.update("plain", UpdateApply, ApplyRequest{Spec: plain}) })
+		h.check(3*time.Minute, "listening to the new set", func(st PoolStatus) bool {
+			return st.ScaleSet.ScaleSetID == 6 && st.ScaleSet.Listening
+		})
+		h.run(spec, 3*time.Minute+time.Second)
+		wantDeleted := []int64{5}
+		if keep {
+			wantDeleted = nil
+		}
+		if !slices.Equal(sim.deleted, wantDeleted) {
+			t.Errorf("keepOnDelete %v: deleted sets %v, want %v", keep, sim.deleted, wantDeleted)
+		}
+		if o, _ := h.outcome("plain"); o.rejected == nil || !strings.Contains(o.rejected.Error(), "cannot become or stop being a scale set's") {
+			t.Errorf("keepOnDelete %v: applying a spec without scaleSet: %+v, want it rejected", keep, o)
 		}
 	}
 }

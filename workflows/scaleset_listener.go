@@ -36,6 +36,11 @@ type ScaleSetMessageSignal struct {
 	Message    ScaleSetMessage `json:"message"`
 }
 
+// ScaleSetCapacity is the pool's maximum, which the listener reports to the service.
+type ScaleSetCapacity struct {
+	MaxCapacity int `json:"maxCapacity"`
+}
+
 // ScaleSetListenerEnded tells the pool its listener of a set ended: Gone when GitHub no longer
 // has the set (the pool creates it again), otherwise Reason says why.
 type ScaleSetListenerEnded struct {
@@ -86,7 +91,13 @@ type scaleSetListener struct {
 }
 
 func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
+	capacity := workflow.GetSignalChannel(l.ctx, SignalScaleSetCapacity)
 	for {
+		// The newest maximum the pool sent is reported with the next poll (and carried on).
+		var c ScaleSetCapacity
+		for capacity.ReceiveAsync(&c) {
+			l.in.MaxCapacity = c.MaxCapacity
+		}
 		if err := l.ensureSession(); err != nil {
 			return l.result(), err
 		}
