@@ -887,3 +887,18 @@ func ScaleSetListenerChildPolicy(workflowID string) workflow.ChildWorkflowOption
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 	}
 }
+
+// ScaleSetForcedRunnerRemovalPolicy: removing a force-removed scale-set runner (its pod is
+// gone, its job about to fail) retries the service's busy refusal as ForceUnregisterPolicy
+// retries REST's, bounded by ForceRemoveBusyGrace.
+var ScaleSetForcedRunnerRemovalPolicy = workflow.ActivityOptions{
+	TaskQueue:              ScaleSetTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: ForceRemoveBusyGrace,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     1,
+		MaximumInterval:        5 * time.Second,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}

@@ -146,7 +146,7 @@ func (p *pool) decide(now time.Time) Plan {
 	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		elsewhere = p.busyElsewhere(now)
 	}
-	return Decide(DecideInput{
+	plan := Decide(DecideInput{
 		Pull:           p.demandDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
@@ -161,6 +161,8 @@ func (p *pool) decide(now time.Time) Plan {
 		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
 		StartNotBefore: p.st.StartNotBefore,
 	})
+	p.holdStartsForScaleSet(&plan)
+	return plan
 }
 
 // runnersKnowJobs is true once a runner reported its job (runner code that reports jobs).

@@ -264,6 +264,19 @@ func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
 	return &PullDecision{Want: want, Why: why}
 }
 
+// holdStartsForScaleSet keeps a scale-set pool from starting runners while it has no set (not
+// created yet, or created again after GitHub deleted it): a runner takes its configuration from
+// the set, and a runner of no set would serve no job.
+func (p *pool) holdStartsForScaleSet(plan *Plan) {
+	if len(plan.Start) == 0 || !p.scaleSetOn() {
+		return
+	}
+	if st := p.st.ScaleSet; st == nil || st.ScaleSetID == 0 {
+		plan.Start = nil
+		plan.Why += "; starts held until the scale set exists"
+	}
+}
+
 // scaleSetStatus is the set's part of the pool's status.
 func (p *pool) scaleSetStatus() *PoolScaleSetState {
 	if p.st.ScaleSet == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -180,6 +181,11 @@ func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
 		if want := []string{"scaleset-listener/linux/5 max=4"}; !slices.Equal(sim.told, want) {
 			t.Errorf("[continue-as-new after %d] listeners told %q, want %q: the applied maximum, once", canAfter, sim.told, want)
 		}
+		for _, in := range h.inputs {
+			if in.Spec.ScaleSetID != 5 {
+				t.Errorf("[continue-as-new after %d] runner %s started for set %d, want 5", canAfter, in.Name, in.Spec.ScaleSetID)
+			}
+		}
 		for _, in := range sim.ensured {
 			if in.Name != "linux" || in.Scope.Organization != "acme" || !slices.Equal(in.Labels, spec.Labels) {
 				t.Errorf("[continue-as-new after %d] ensured %+v, want the pool's name, scope and labels", canAfter, in)
@@ -233,4 +239,34 @@ func TestScaleSetPoolMovesToTheSetItsSpecNames(t *testing.T) {
 			t.Errorf("keepOnDelete %v: applying a spec without scaleSet: %+v, want it rejected", keep, o)
 		}
 	}
+}
+
+// A scale-set pool with a minimum starts no runner before its set exists: a runner takes its
+// configuration from the set.
+func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
+	scaleSetsServed = true
+	t.Cleanup(func() { scaleSetsServed = false })
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 2, ptr(3)
+	spec.ScaleSet = &ScaleSetSpec{}
+	failing := true
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(func(ctx context.Context, in EnsureScaleSetInput) (EnsureScaleSetOutput, error) {
+			if failing {
+				return EnsureScaleSetOutput{}, temporal.NewNonRetryableApplicationError("no such runner group", ErrInvalidSpec, nil)
+			}
+			return sim.ensure(ctx, in)
+		}, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.check(30*time.Second, "no runner, the failure shown", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && strings.Contains(st.ScaleSet.Error, "no such runner group") && strings.Contains(st.Why, "starts held")
+	})
+	h.at(40*time.Second, func() { failing = false })
+	h.check(2*time.Minute, "the minimum once the set exists", func(st PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID == 5 && len(st.Runners) == 2
+	})
+	h.run(spec, 2*time.Minute+time.Second)
 }

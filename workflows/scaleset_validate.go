@@ -31,6 +31,10 @@ func (s PoolSpec) validateScaleSet(path *field.Path) field.ErrorList {
 	if !s.IsEphemeral() {
 		errs = append(errs, field.Forbidden(path.Child("ephemeral"), "a scale set's runners are just-in-time runners, one job each; remove ephemeral: false or scaleSet"))
 	}
+	if len(s.Clusters) > 0 {
+		// The set's configuration is written into a Secret on the worker's own cluster.
+		errs = append(errs, field.Forbidden(path.Child("clusters"), "a scale set's runners run on the worker's own cluster in this version; remove clusters or scaleSet"))
+	}
 	if s.WarmRegistrations > 0 {
 		errs = append(errs, field.Forbidden(path.Child("warmRegistrations"), "a scale-set pool's runners get their configurations from the set as they start; remove warmRegistrations or scaleSet"))
 	}

@@ -39,6 +39,7 @@ func TestScaleSetSpecValidation(t *testing.T) {
 		{"with pull", func(s *PoolSpec) { s.Pull = &PullSpec{Metric: PullMetricBusyPercentage} }, []string{"pool.pull", refused}},
 		{"persistent runners", func(s *PoolSpec) { s.Ephemeral = ptr(false) }, []string{"pool.ephemeral", refused}},
 		{"warm registrations", func(s *PoolSpec) { s.WarmRegistrations = 2 }, []string{"pool.warmRegistrations", refused}},
+		{"clusters", func(s *PoolSpec) { s.Clusters = []string{"east"} }, []string{"pool.clusters", refused}},
 		{"repository with a runner group", func(s *PoolSpec) {
 			s.Organization, s.Repository, s.RunnerGroup = "", "acme/app", "big"
 		}, []string{refused, "pool.runnerGroup"}},
