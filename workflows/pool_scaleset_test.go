@@ -163,8 +163,6 @@ func scaleSetPoolScenario(h *poolHarness, sim *scaleSetSim) (PoolSpec, time.Dura
 }
 
 func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
-	scaleSetsServed = true
-	t.Cleanup(func() { scaleSetsServed = false })
 	var baseline string
 	for _, canAfter := range []int{0, 1, 2, 3, 5} {
 		sim := &scaleSetSim{nextID: 5}
@@ -205,8 +203,6 @@ func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
 // A spec that names another set moves the pool to it: the old set's listener is cancelled and
 // the old set deleted (unless keepOnDelete); a pool cannot become or stop being a scale set's.
 func TestScaleSetPoolMovesToTheSetItsSpecNames(t *testing.T) {
-	scaleSetsServed = true
-	t.Cleanup(func() { scaleSetsServed = false })
 	for _, keep := range []bool{false, true} {
 		sim := &scaleSetSim{nextID: 5}
 		h := newPoolHarness(t, 0)
@@ -244,8 +240,6 @@ func TestScaleSetPoolMovesToTheSetItsSpecNames(t *testing.T) {
 // A scale-set pool with a minimum starts no runner before its set exists: a runner takes its
 // configuration from the set.
 func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
-	scaleSetsServed = true
-	t.Cleanup(func() { scaleSetsServed = false })
 	sim := &scaleSetSim{nextID: 5}
 	h := newPoolHarness(t, 0)
 	spec := poolTestSpec()

@@ -38,19 +38,5 @@ func (s PoolSpec) validateScaleSet(path *field.Path) field.ErrorList {
 	if s.WarmRegistrations > 0 {
 		errs = append(errs, field.Forbidden(path.Child("warmRegistrations"), "a scale-set pool's runners get their configurations from the set as they start; remove warmRegistrations or scaleSet"))
 	}
-	if !scaleSetsServed {
-		errs = append(errs, refuseUnservedScaleSet(p)...)
-	}
 	return errs
-}
-
-// scaleSetsServed lifts the refusal below. Only tests of the pool's scale-set steps set it,
-// until the worker serves the set's activities and listener; it goes with the refusal.
-var scaleSetsServed = false
-
-// refuseUnservedScaleSet refuses every scale-set pool until this build's worker serves them
-// (the set, its durable listener and its runners): a pool applied before then would start no
-// runner for its jobs. It goes when the listener lands.
-func refuseUnservedScaleSet(p *field.Path) field.ErrorList {
-	return field.ErrorList{field.Forbidden(p, "scale-set pools are not served by this version yet (docs/pools.md, Runner scale sets); remove scaleSet")}
 }
