@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -12,10 +13,10 @@ import (
 // scaleSetPool applies a scale-set pool of at most maxR runners, with no webhook configured
 // (a scale set needs none), and waits until its set exists at the double with its listener's
 // session open.
-func (p *poolTest) scaleSetPool(maxR int) githubdouble.ScaleSet {
+func (p *poolTest) scaleSetPool(maxR int, work string) githubdouble.ScaleSet {
 	p.t.Helper()
 	world.GitHub.SetWebhookURL("")
-	spec := p.spec(0, maxR, "2s")
+	spec := p.spec(0, maxR, work)
 	spec.ScaleSet = &workflows.ScaleSetSpec{}
 	p.apply(spec.WithDefaults())
 	st := p.eventually(wait, "the set created and listened to", func(st workflows.PoolStatus) bool {
@@ -60,7 +61,7 @@ func perRunnerRESTCalls(from int) []string {
 func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
 	p := newPoolTest(t, "ss-burst")
 	began := time.Now()
-	set := p.scaleSetPool(10)
+	set := p.scaleSetPool(10, "2s")
 	t.Logf("set %d listened to after %s", set.ID, time.Since(began).Round(time.Second))
 	if set.Name != p.name || set.MaxCapacity > 10 {
 		t.Errorf("set %+v, want the pool's name and at most its maximum reported", set)
@@ -100,7 +101,7 @@ func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
 // about a week); the pool creates it again, its listener follows, and jobs run on its runners.
 func TestScaleSetDeletedAtGitHubIsCreatedAgain(t *testing.T) {
 	p := newPoolTest(t, "ss-gone")
-	old := p.scaleSetPool(5)
+	old := p.scaleSetPool(5, "2s")
 	if !world.GitHub.DeleteScaleSet(old.ID) {
 		t.Fatalf("the double has no set %d", old.ID)
 	}
@@ -111,4 +112,47 @@ func TestScaleSetDeletedAtGitHubIsCreatedAgain(t *testing.T) {
 	ids := p.queueJobs(2)
 	p.checkRanOnceEach(p.jobsDone(ids))
 	p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool { return len(st.Runners) == 0 && st.Desired == 0 })
+}
+
+// TestScaleSetListenerOutlivesItsWorker: the worker holding the set's message session is
+// stopped mid-burst and another takes over. The new worker's listener waits out the lost
+// session at the service (409 until the service ends it), opens its own, and takes the
+// messages not yet acknowledged again: every job, including those queued while no worker ran,
+// runs once, on one runner each, and the pool's cursor never goes back.
+func TestScaleSetListenerOutlivesItsWorker(t *testing.T) {
+	p := newPoolTestWith(t, "ss-kill", func(c *workerapp.Config) { c.Identity = "ss-kill-a" })
+	p.scaleSetPool(10, "20s")
+	ids := p.queueJobs(4)
+	before := p.eventually(wait, "runners busy mid-burst", func(st workflows.PoolStatus) bool {
+		return count(st, workflows.RunnerBusy, "") >= 2
+	})
+	p.stopWorker()
+	ids = append(ids, p.queueJobs(4)...)
+	p.startWorkerWith(func(c *workerapp.Config) { c.Identity = "ss-kill-b" })
+
+	var jobs []githubdouble.Job
+	waitFor(t, 6*time.Minute, "every job completed", func() bool {
+		jobs = jobs[:0]
+		for _, id := range ids {
+			j, ok := world.GitHub.Job(id)
+			if !ok || j.Status != githubdouble.StatusCompleted {
+				return false
+			}
+			jobs = append(jobs, j)
+		}
+		return true
+	})
+	p.checkRanOnceEach(jobs)
+	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
+		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	t.Logf("%d jobs: %d runners started; last message %d before the stop, %d at the end; session %s",
+		len(ids), st.Totals.Started, before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, st.ScaleSet.SessionID)
+	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
+		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
+	}
+	if st.ScaleSet.Ledger.LastMessageID < before.ScaleSet.Ledger.LastMessageID || st.ScaleSet.SessionID == before.ScaleSet.SessionID {
+		t.Errorf("cursor %d → %d, session %s → %s: want the cursor kept and a new session",
+			before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, before.ScaleSet.SessionID, st.ScaleSet.SessionID)
+	}
 }
