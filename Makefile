@@ -3,16 +3,24 @@ GO ?= go
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-.PHONY: demo test tools vet bench bench-arc record-histories fault-long
+.PHONY: demo test tools lint vet bench bench-arc record-histories fault-long upgrade-check lint-only
 
 ## demo: run the whole system locally (test world with Temporal UI, worker, starter, example pools).
 demo: tools
 	$(GO) run ./demo
 
-## test: build the test world's tools once per machine, then run every test (race detector on).
+## test: build the test world's tools once per machine, then run the checkers and every test (race detector on).
 test: tools
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory lint-only
 	$(GO) test -race -count=1 -timeout 80m ./...
+
+## lint: workflowcheck (determinism of the workflow code, configured in workflows/workflowcheck.yaml)
+## and staticcheck, both built at pinned versions by scripts/tools.sh (tools/lint).
+lint: tools lint-only
+lint-only:
+	bin/workflowcheck -config workflows/workflowcheck.yaml ./workflows/...
+	bin/staticcheck ./...
 
 ## bench: measure runnerflow in the local test world (takes the machine for a while; see docs/benchmarks.md).
 ## BENCH_FLAGS passes options, e.g. make bench BENCH_FLAGS='--jobs 100 --idle 1000'.
@@ -25,13 +33,25 @@ bench: tools
 bench-arc: tools
 	$(GO) run ./bench --peer arc --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
 
-## record-histories: on release, record this build's workflow histories into workflows/testdata (the
-## integration tests that write them run with RUNNERFLOW_RECORD_HISTORY), then replay every build's.
-## BUILD names the build, e.g. make record-histories BUILD=v3; commit the new files.
+## record-histories: on release, record this release's workflow histories into workflows/testdata (the
+## integration tests that write them run with RUNNERFLOW_RECORD_HISTORY, one package at a time),
+## then replay every release's. RELEASE defaults to the VERSION file; commit the new files.
+RELEASE ?= $(shell cat VERSION)
+RECORDING_PACKAGES = ./integration/runners/ ./integration/pools/ ./integration/jobs/ ./integration/clusters/ ./integration/faults/
+RECORDING_TESTS = TestEphemeralRunnersEachRunOneJob|TestBusyRunnerDrainedMidJobFinishesItsJob|TestPoolScalesRollsOutAndScalesToZero|TestOperatorCommandsWithTheTemporalCLI|TestQuotaRefusalsWaitForRoom|TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn|TestWarmRegistrationsServeABurstWithoutRegistering|TestPoolAtRest|TestPullOnlyPoolScalesUpAndToZero|TestOneRunnerPerJobAcrossPools|TestPoolMovesToTheNextClusterWhileTheFirstIsDown|TestIntakeDownRedeliveredBySchedule|TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner
 record-histories: tools
-	@test -n "$(BUILD)" || { echo "usage: make record-histories BUILD=<build, e.g. v3>" >&2; exit 2; }
-	RUNNERFLOW_RECORD_HISTORY=$(BUILD) $(GO) test -count=1 -timeout 30m ./integration/runners/ ./integration/pools/ ./integration/jobs/
-	$(GO) test -count=1 -run TestReplaysRecordedHistories ./workflows/
+	@test -n "$(RELEASE)" || { echo "usage: make record-histories RELEASE=<release, e.g. v5>" >&2; exit 2; }
+	for pkg in $(RECORDING_PACKAGES); do \
+	  RUNNERFLOW_RECORD_HISTORY=$(RELEASE) $(GO) test -count=1 -timeout 30m -run '$(RECORDING_TESTS)' $$pkg || exit 1; \
+	done
+	$(GO) test -count=1 -run 'TestReplaysRecordedHistories|TestEveryWorkflowTypeHasRecordedHistories' ./workflows/
+
+## upgrade-check: rehearse a deploy from an earlier release (FROM=<release>, e.g. v4): its worker and starter,
+## built from the repository's history, run a burst and a pool at rest; this tree's take over mid-burst.
+## Every job must run once and no history may meet a non-determinism error. Several minutes: not in make test.
+upgrade-check: tools
+	@test -n "$(FROM)" || { echo "usage: make upgrade-check FROM=<release, e.g. v4>" >&2; exit 2; }
+	bash scripts/upgrade-check.sh $(FROM)
 
 ## fault-long: the API-server fault of integration/faults with a 10-minute pause instead of make test's 90 s.
 fault-long: tools

@@ -1,5 +1,6 @@
-// Package runnerflow holds no code, only the test that keeps the repository's one direction of
-// imports (docs/layout.md): the product may be used by the local world, never the reverse.
+// Package runnerflow holds the release (VERSION, read by version.go) and the test that keeps
+// the repository's one direction of imports (docs/layout.md): the product may be used by the
+// local world, never the reverse.
 package runnerflow
 
 import (

@@ -38,9 +38,9 @@ type GitHub interface {
 	// RunnerGroupID resolves a runner group name ("" is the Default group).
 	RunnerGroupID(ctx context.Context, scope workflows.Scope, name string) (int64, error)
 	// ListRuns reads one page of a repository's workflow runs of a status, and ListRunJobs one
-	// page of a run's jobs, each conditional on etag (github_pull.go).
+	// page (from 1) of a run's jobs, each conditional on etag (github_pull.go).
 	ListRuns(ctx context.Context, repo, status, etag string) (RunsPage, error)
-	ListRunJobs(ctx context.Context, repo string, runID int64, etag string) (JobsPage, error)
+	ListRunJobs(ctx context.Context, repo string, runID int64, page int, etag string) (JobsPage, error)
 	// RunnerURL is the web URL a runner configures itself against in registration-token mode.
 	RunnerURL(scope workflows.Scope) string
 	// GetJob reads one workflow job of a repository ("owner/repo").

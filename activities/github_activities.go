@@ -23,6 +23,10 @@ import (
 type GitHubActivities struct {
 	GitHub GitHub
 	Kube   kubernetes.Interface
+	// WarmNamespace is where warm registrations' Secrets are written
+	// (RegisterRunnerInput.Warm): a namespace no runner's pod may read Secrets in. Empty keeps
+	// them in the runner namespace, as before warm namespaces.
+	WarmNamespace string
 }
 
 // Register registers the activities under their workflows.Activity* names.

@@ -19,7 +19,7 @@ import (
 func (c *GitHubClient) CreateJITConfig(ctx context.Context, scope workflows.Scope, req JITRequest) (JITConfig, error) {
 	body := github.CreateJITConfigRequest{Name: req.Name, RunnerGroupID: req.RunnerGroupID, Labels: req.Labels}
 	if req.WorkFolder != "" {
-		body.WorkFolder = github.Ptr(req.WorkFolder)
+		body.WorkFolder = new(req.WorkFolder)
 	}
 	var (
 		cfg *github.JITRunnerConfig
@@ -77,7 +77,7 @@ func (c *GitHubClient) CreateRegistrationToken(ctx context.Context, scope workfl
 func (c *GitHubClient) ListRunners(ctx context.Context, scope workflows.Scope, name string) ([]RunnerInfo, error) {
 	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	if name != "" {
-		opts.Name = github.Ptr(name)
+		opts.Name = new(name)
 	}
 	var out []RunnerInfo
 	for {

@@ -26,6 +26,9 @@ type HookDeliveries interface {
 	// RedeliverHookDelivery asks GitHub to send an attempt's payload again (GitHub answers 202
 	// and delivers it on its own time).
 	RedeliverHookDelivery(ctx context.Context, hook workflows.HookRef, deliveryID int64) error
+	// PingHook asks GitHub to send the hook a ping event (an organization's or a repository's
+	// hook; GitHub has no ping for an App's webhook).
+	PingHook(ctx context.Context, hook workflows.HookRef) error
 }
 
 var _ HookDeliveries = (*GitHubClient)(nil)
@@ -110,6 +113,28 @@ func (c *GitHubClient) RedeliverHookDelivery(ctx context.Context, hook workflows
 	return err
 }
 
+// ErrNoPing: GitHub pings organization and repository hooks only, not an App's webhook.
+var ErrNoPing = errors.New("GitHub has no ping for an App's webhook")
+
+// PingHook implements HookDeliveries. GitHub answers 204 and delivers the ping on its own time;
+// the hook's deliveries then list it.
+func (c *GitHubClient) PingHook(ctx context.Context, hook workflows.HookRef) error {
+	var err error
+	switch {
+	case hook.App:
+		return ErrNoPing
+	case hook.Organization != "":
+		_, err = c.gh.Organizations.PingHook(ctx, hook.Organization, hook.ID)
+	default:
+		owner, repo, splitErr := splitRepo(hook.Repository)
+		if splitErr != nil {
+			return splitErr
+		}
+		_, err = c.gh.Repositories.PingHook(ctx, owner, repo, hook.ID)
+	}
+	return err
+}
+
 // HookActivities are reconcile's redelivery activities, on workflows.GitHubTaskQueue (paced
 // with every other GitHub call).
 type HookActivities struct {
@@ -120,11 +145,13 @@ type HookActivities struct {
 func (a *HookActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ListHookDeliveries, activity.RegisterOptions{Name: workflows.ActivityListHookDeliveries})
 	r.RegisterActivityWithOptions(a.RedeliverHookDelivery, activity.RegisterOptions{Name: workflows.ActivityRedeliverHookDelivery})
+	r.RegisterActivityWithOptions(a.PingHook, activity.RegisterOptions{Name: workflows.ActivityPingHook})
 }
 
 var (
 	callListDeliveries = githubCall{what: "list webhook deliveries", on422: workflows.ErrInvalidSpec}
 	callRedeliver      = githubCall{what: "redeliver webhook delivery", on422: workflows.ErrInvalidSpec}
+	callPing           = githubCall{what: "ping webhook", on422: workflows.ErrInvalidSpec}
 )
 
 // ListHookDeliveries reads the hook's attempts, newest first, page after page until one reaches
@@ -176,10 +203,22 @@ func (a *HookActivities) RedeliverHookDelivery(ctx context.Context, in workflows
 	return workflows.RedeliverHookDeliveryResult{}, nil
 }
 
+// PingHook asks GitHub to ping the hook: one POST whose only effect is a ping delivery, so a
+// retry costs nothing but a second ping.
+func (a *HookActivities) PingHook(ctx context.Context, in workflows.PingHookInput) (workflows.PingHookResult, error) {
+	if err := in.Hook.Validate(); err != nil {
+		return workflows.PingHookResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidSpec, nil)
+	}
+	if err := a.Hooks.PingHook(ctx, in.Hook); err != nil {
+		return workflows.PingHookResult{}, classifyHookError(callPing, err)
+	}
+	return workflows.PingHookResult{}, nil
+}
+
 // classifyHookError is classifyGitHubError, and a worker without the App's credential cannot
 // read the App's hook whatever it retries.
 func classifyHookError(call githubCall, err error) error {
-	if errors.Is(err, ErrNoAppCredential) {
+	if errors.Is(err, ErrNoAppCredential) || errors.Is(err, ErrNoPing) {
 		return temporal.NewNonRetryableApplicationError(call.what+": "+err.Error(), workflows.ErrForbidden, nil)
 	}
 	return classifyGitHubError(call, err)

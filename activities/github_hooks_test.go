@@ -126,3 +126,36 @@ func TestHookActivitiesAppHook(t *testing.T) {
 		t.Errorf("the App's hook with a token: %v, want Forbidden, not retried", err)
 	}
 }
+
+// A ping of the organization's hook is one more delivery, the hook's newest (the receiver
+// still answers 503: a failed ping); the App's webhook has no ping, which is said and not
+// retried.
+func TestHookActivitiesPing(t *testing.T) {
+	gh, key := failingHookDouble(t, 1)
+	api, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), AppID: 11, InstallationID: 22, PrivateKeyPEM: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &HookActivities{Hooks: api}
+	ctx := context.Background()
+	hook := workflows.HookRef{Organization: "acme", ID: 1}
+	if _, err := a.PingHook(ctx, workflows.PingHookInput{Hook: hook}); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := gh.WaitForDeliveries(wait); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ListHookDeliveries(ctx, workflows.ListHookDeliveriesInput{Hook: hook, Since: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Newest == nil || got.Newest.Event != "ping" || got.Newest.Succeeded() || len(got.Failed) != 1 {
+		t.Errorf("after the ping: newest %+v, %d failed events; want the failed ping, the job's event still failed", got.Newest, len(got.Failed))
+	}
+	_, err = a.PingHook(ctx, workflows.PingHookInput{Hook: workflows.HookRef{App: true}})
+	if app := (*temporal.ApplicationError)(nil); !errors.As(err, &app) || app.Type() != workflows.ErrForbidden || !app.NonRetryable() {
+		t.Errorf("a ping of the App's hook: %v, want Forbidden, not retried", err)
+	}
+}

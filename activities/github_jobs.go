@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -34,26 +36,40 @@ func (c *GitHubClient) GetJob(ctx context.Context, repository string, id int64) 
 var callGetJob = githubCall{what: "get workflow job", on422: workflows.ErrInvalidSpec}
 
 // ReadJobs reads the pool's reserved jobs at GitHub, one GET each, in order (the pool's check
-// for lost job events). A job GitHub does not know (404) is Gone. The first read that fails
-// otherwise ends the list: what was read is returned (the pool reads the rest at its next
-// check), or, if nothing was, the classified error, for the policy to retry.
+// for lost job events). A job GitHub does not know (404) is Gone. A job this credential can
+// never read (a repository name GitHub could not answer for, a 403 or 422 for its repository)
+// is listed Unread, and the others are still read; if none could be read, that refusal is the
+// error. Any other failure (5xx, no answer, the budget spent) fails the whole read with the
+// classified error, for the policy to retry: a partial list would pass its unread jobs off as
+// read, and the pool accounts for runners that ended unnamed by the jobs it read.
 func (a *GitHubActivities) ReadJobs(ctx context.Context, in workflows.ReadJobsInput) (workflows.ReadJobsOutput, error) {
 	var out workflows.ReadJobsOutput
+	var refused error
 	for _, ref := range in.Jobs {
 		j, err := a.GitHub.GetJob(ctx, ref.Repository, ref.ID)
 		switch {
 		case isGitHubStatus(err, http.StatusNotFound):
 			out.Jobs = append(out.Jobs, workflows.JobReading{ID: ref.ID, Gone: true})
-		case errors.Is(err, ErrBadScope):
-			continue // a repository name GitHub could never answer for: nothing to read
 		case err != nil:
-			if len(out.Jobs) > 0 {
-				return out, nil
+			classified := classifyGitHubError(callGetJob, err)
+			if retryable(classified) {
+				return workflows.ReadJobsOutput{}, classified
 			}
-			return out, classifyGitHubError(callGetJob, err)
+			out.Unread = append(out.Unread, ref.ID)
+			refused = classified
 		default:
 			out.Jobs = append(out.Jobs, workflows.JobReading{ID: ref.ID, Status: j.Status, Conclusion: j.Conclusion, RunnerName: j.RunnerName})
 		}
 	}
+	if len(out.Jobs) == 0 && refused != nil {
+		return workflows.ReadJobsOutput{}, refused
+	}
 	return out, nil
+}
+
+// retryable reports whether a classified error may succeed on another try: any error but an
+// application error marked non-retryable (Temporal retries the others too).
+func retryable(err error) bool {
+	var app *temporal.ApplicationError
+	return !errors.As(err, &app) || !app.NonRetryable()
 }

@@ -33,10 +33,12 @@ type RunsPage struct {
 	RunIDs []int64
 }
 
-// JobsPage is one page of a run's jobs (its latest attempt).
+// JobsPage is one page of a run's jobs (its latest attempt); Next says GitHub links a next
+// page (unknown on a 304, whose answer is the last one's).
 type JobsPage struct {
 	Conditional
 	Jobs []JobInfo
+	Next bool
 }
 
 // ListRuns implements GitHub: one page of runs of repo ("owner/repo") with status, asked with
@@ -49,7 +51,7 @@ func (c *GitHubClient) ListRuns(ctx context.Context, repo, status, etag string) 
 	path := fmt.Sprintf("repos/%s/%s/actions/runs?status=%s&per_page=%d",
 		url.PathEscape(owner), url.PathEscape(name), url.QueryEscape(status), workflows.PullRunsPerListing)
 	var runs github.WorkflowRuns
-	cond, err := c.conditionalGet(ctx, path, etag, &runs)
+	cond, _, err := c.conditionalGet(ctx, path, etag, &runs)
 	if err != nil || cond.NotModified {
 		return RunsPage{Conditional: cond}, err
 	}
@@ -60,45 +62,48 @@ func (c *GitHubClient) ListRuns(ctx context.Context, repo, status, etag string) 
 	return page, nil
 }
 
-// ListRunJobs implements GitHub: the jobs of a run's latest attempt (one page of 100; a run
-// has at most 256 jobs, and a pool rarely fits more than a page of one run's), asked with
-// If-None-Match: etag when set.
-func (c *GitHubClient) ListRunJobs(ctx context.Context, repo string, runID int64, etag string) (JobsPage, error) {
+// ListRunJobs implements GitHub: one page (from 1) of 100 of the jobs of a run's latest
+// attempt, asked with If-None-Match: etag when set.
+func (c *GitHubClient) ListRunJobs(ctx context.Context, repo string, runID int64, page int, etag string) (JobsPage, error) {
 	owner, name, err := splitRepo(repo)
 	if err != nil {
 		return JobsPage{}, err
 	}
-	path := fmt.Sprintf("repos/%s/%s/actions/runs/%d/jobs?filter=latest&per_page=100", url.PathEscape(owner), url.PathEscape(name), runID)
+	path := fmt.Sprintf("repos/%s/%s/actions/runs/%d/jobs?filter=latest&per_page=%d", url.PathEscape(owner), url.PathEscape(name), runID, workflows.PullJobsPerPage)
+	if page > 1 {
+		path += fmt.Sprintf("&page=%d", page)
+	}
 	var jobs github.Jobs
-	cond, err := c.conditionalGet(ctx, path, etag, &jobs)
+	cond, next, err := c.conditionalGet(ctx, path, etag, &jobs)
 	if err != nil || cond.NotModified {
 		return JobsPage{Conditional: cond}, err
 	}
-	page := JobsPage{Conditional: cond}
+	out := JobsPage{Conditional: cond, Next: next}
 	for _, j := range jobs.Jobs {
-		page.Jobs = append(page.Jobs, JobInfo{ID: j.GetID(), Status: j.GetStatus(), Conclusion: j.GetConclusion(), RunnerName: j.GetRunnerName(), Labels: j.Labels})
+		out.Jobs = append(out.Jobs, JobInfo{ID: j.GetID(), Status: j.GetStatus(), Conclusion: j.GetConclusion(), RunnerName: j.GetRunnerName(), Labels: j.Labels})
 	}
-	return page, nil
+	return out, nil
 }
 
 // conditionalGet makes one GET with go-github, sending If-None-Match when etag is set. A 304
-// is NotModified, not an error (go-github reports every status outside 2xx as one).
-func (c *GitHubClient) conditionalGet(ctx context.Context, path, etag string, into any) (Conditional, error) {
+// is NotModified, not an error (go-github reports every status outside 2xx as one). next says
+// the answer links a next page.
+func (c *GitHubClient) conditionalGet(ctx context.Context, path, etag string, into any) (Conditional, bool, error) {
 	req, err := c.gh.NewRequest(ctx, http.MethodGet, path, nil)
 	if err != nil {
-		return Conditional{}, err
+		return Conditional{}, false, err
 	}
 	if etag != "" {
 		req.Header.Set("If-None-Match", etag)
 	}
 	resp, err := c.gh.Do(req, into)
 	if isGitHubStatus(err, http.StatusNotModified) {
-		return Conditional{ETag: etag, NotModified: true}, nil
+		return Conditional{ETag: etag, NotModified: true}, false, nil
 	}
 	if err != nil {
-		return Conditional{}, err
+		return Conditional{}, false, err
 	}
-	return Conditional{ETag: resp.Header.Get("ETag")}, nil
+	return Conditional{ETag: resp.Header.Get("ETag")}, resp.NextPage != 0, nil
 }
 
 var (
@@ -158,27 +163,94 @@ func (a *GitHubActivities) pullRepo(ctx context.Context, in workflows.PullJobsIn
 	for _, id := range runIDs {
 		prev := lastRun(last, id)
 		if *left <= 0 {
-			if prev.ETag != "" {
-				pr.Runs = append(pr.Runs, workflows.PulledRun{RunID: id, ETag: prev.ETag, NotModified: true})
-			}
+			// No room: the last answer stands without a call; a run never read is unknown.
+			pr.Runs = append(pr.Runs, keptRun(id, prev))
 			continue
 		}
-		*left--
-		page, err := a.GitHub.ListRunJobs(ctx, repo, id, prev.ETag)
-		countPullCall(out, page.Conditional, err)
+		run, err := a.pullRun(ctx, runRead{repo: repo, prev: prev, labels: in.Labels, all: in.AllLabels, out: out, left: left}, id)
 		if isGitHubStatus(err, http.StatusNotFound) {
 			continue // the run was deleted since it was listed
 		}
 		if err != nil {
 			return pr, classifyGitHubError(callListJobs, err)
 		}
-		run := workflows.PulledRun{RunID: id, ETag: page.ETag, NotModified: page.NotModified}
-		if !page.NotModified {
-			run.Jobs = fittingJobs(page.Jobs, in.Labels)
-		}
 		pr.Runs = append(pr.Runs, run)
 	}
 	return pr, nil
+}
+
+// runRead is what reading one run's jobs needs: the repository, the run's last answer, the
+// pool's labels, and the read's result and room (PullJobListingsPerRead) to account to.
+type runRead struct {
+	repo   string
+	prev   workflows.PulledRun
+	labels []string
+	all    bool
+	out    *workflows.PullJobsResult
+	left   *int
+}
+
+// pullRun reads a run's jobs page by page, each page conditional on its last ETag, up to
+// PullJobPagesPerRun pages while the read has room. A page beyond either is not read: a page
+// with a last answer keeps it (NotModified, no call), one without makes the run Unread.
+func (a *GitHubActivities) pullRun(ctx context.Context, rr runRead, id int64) (workflows.PulledRun, error) {
+	run := workflows.PulledRun{RunID: id}
+	for n, more := 1, true; more; n++ {
+		etag := pageETag(rr.prev, n)
+		if n > workflows.PullJobPagesPerRun || (*rr.left <= 0 && etag == "") {
+			run.Unread = true
+			break
+		}
+		page := workflows.PulledPage{ETag: etag, NotModified: true}
+		more = n < len(rr.prev.More)+1 || rr.prev.Unread // the last answer's, which a 304 keeps
+		if *rr.left > 0 {
+			*rr.left--
+			got, err := a.GitHub.ListRunJobs(ctx, rr.repo, id, n, etag)
+			countPullCall(rr.out, got.Conditional, err)
+			if err != nil {
+				return run, err
+			}
+			page = workflows.PulledPage{ETag: got.ETag, NotModified: got.NotModified}
+			if !got.NotModified {
+				page.Jobs, more = fittingJobs(got.Jobs, rr.labels, rr.all), got.Next
+			}
+		}
+		setPage(&run, n, page)
+	}
+	return run, nil
+}
+
+// keptRun is a run the read had no room for: its last answer, every page NotModified, or
+// Unread when it has none.
+func keptRun(id int64, prev workflows.PulledRun) workflows.PulledRun {
+	if prev.ETag == "" {
+		return workflows.PulledRun{RunID: id, Unread: true}
+	}
+	run := workflows.PulledRun{RunID: id, ETag: prev.ETag, NotModified: true, Unread: prev.Unread}
+	for _, p := range prev.More {
+		run.More = append(run.More, workflows.PulledPage{ETag: p.ETag, NotModified: true})
+	}
+	return run
+}
+
+// pageETag is the last answer's ETag of page n of a run ("" when it has none).
+func pageETag(prev workflows.PulledRun, n int) string {
+	switch {
+	case n == 1:
+		return prev.ETag
+	case n-2 < len(prev.More):
+		return prev.More[n-2].ETag
+	}
+	return ""
+}
+
+// setPage puts page n's answer in the run.
+func setPage(run *workflows.PulledRun, n int, p workflows.PulledPage) {
+	if n == 1 {
+		run.ETag, run.Jobs, run.NotModified = p.ETag, p.Jobs, p.NotModified
+		return
+	}
+	run.More = append(run.More, p)
 }
 
 // cmpBool orders false before true.
@@ -200,11 +272,18 @@ func countPullCall(out *workflows.PullJobsResult, c Conditional, err error) {
 	}
 }
 
-// fittingJobs keeps the queued and in-progress jobs runners with labels can run.
-func fittingJobs(jobs []JobInfo, labels []string) []workflows.PulledJob {
+// fittingJobs keeps the queued and in-progress jobs runners with labels can run; with all, every
+// one of them with its labels (a shared read, whose pools each take their own).
+func fittingJobs(jobs []JobInfo, labels []string, all bool) []workflows.PulledJob {
 	var out []workflows.PulledJob
 	for _, j := range jobs {
-		if (j.Status == workflows.JobQueued || j.Status == workflows.JobInProgress) && workflows.LabelsFit(labels, j.Labels) {
+		if j.Status != workflows.JobQueued && j.Status != workflows.JobInProgress {
+			continue
+		}
+		switch {
+		case all:
+			out = append(out, workflows.PulledJob{ID: j.ID, Status: j.Status, RunnerName: j.RunnerName, Labels: j.Labels})
+		case workflows.LabelsFit(labels, j.Labels):
 			out = append(out, workflows.PulledJob{ID: j.ID, Status: j.Status, RunnerName: j.RunnerName})
 		}
 	}

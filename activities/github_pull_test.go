@@ -13,7 +13,7 @@ func jobsOf(repos []workflows.PulledRepo) []int64 {
 	var ids []int64
 	for _, r := range repos {
 		for _, run := range r.Runs {
-			for _, j := range run.Jobs {
+			for _, j := range run.AllJobs() {
 				ids = append(ids, j.ID)
 			}
 		}
@@ -29,6 +29,10 @@ func etagsOnly(repos []workflows.PulledRepo) []workflows.PulledRepo {
 		out[i].Runs = slices.Clone(out[i].Runs)
 		for j := range out[i].Runs {
 			out[i].Runs[j].Jobs = nil
+			out[i].Runs[j].More = slices.Clone(out[i].Runs[j].More)
+			for k := range out[i].Runs[j].More {
+				out[i].Runs[j].More[k].Jobs = nil
+			}
 		}
 	}
 	return out
@@ -126,6 +130,17 @@ func TestPullJobsBoundsJobListingsPerRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unread := 0
+	for _, r := range first.Repos {
+		for _, run := range r.Runs {
+			if run.Unread {
+				unread++
+			}
+		}
+	}
+	if unread != 2*per-limit {
+		t.Errorf("first read: %d runs unread, want the %d it had no room for", unread, 2*per-limit)
+	}
 	read, kept := 0, 0
 	for _, r := range second.Repos {
 		for _, run := range r.Runs {
@@ -142,5 +157,47 @@ func TestPullJobsBoundsJobListingsPerRead(t *testing.T) {
 	if second.Calls != 4+limit || read != 2*per-limit || kept != limit {
 		t.Fatalf("second read: %d calls, %d runs read anew, %d kept; want %d calls, %d read, %d kept",
 			second.Calls, read, kept, 4+limit, 2*per-limit, limit)
+	}
+}
+
+// A matrix of 150 jobs is one run with two pages of jobs. Once its first 100 jobs are done,
+// the 50 still queued are all on the second page: the pull reads every page of the run (it
+// read the first only, and a pull-only pool saw nothing waiting and scaled down while 50 jobs
+// stayed queued). A read with the ETags is then a 304 for every page.
+func TestPullJobsReadsEveryPageOfARun(t *testing.T) {
+	e := newEnv(t)
+	matrix, err := e.gh.QueueMatrix(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "linux"}}, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting []int64
+	for i, j := range matrix {
+		if i < 100 {
+			if err := e.gh.CancelJob(j.ID); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		waiting = append(waiting, j.ID)
+	}
+	in := workflows.PullJobsInput{Pool: "pool-a", Labels: []string{"self-hosted", "linux"}, Repos: []string{"acme/app"}}
+	first, err := e.gha.PullJobs(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two runs listings (the run is in progress), then the run's two pages.
+	if got := jobsOf(first.Repos); !slices.Equal(got, waiting) || first.Calls != 4 {
+		t.Fatalf("first read: %d jobs in %d calls; want the %d queued jobs of the second page in 4 calls", len(got), first.Calls, len(waiting))
+	}
+	if run := first.Repos[0].Runs[0]; run.Unread || len(run.More) != 1 {
+		t.Errorf("the run's answer %+v: want both pages, nothing unread", run)
+	}
+	in.Last = etagsOnly(first.Repos)
+	again, err := e.gha.PullJobs(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run := again.Repos[0].Runs[0]; again.Calls != 4 || again.NotModified != 4 || !run.NotModified || len(run.More) != 1 || !run.More[0].NotModified {
+		t.Errorf("read with the ETags: %d calls, %d answered 304, run %+v; want every page answered 304", again.Calls, again.NotModified, run)
 	}
 }

@@ -169,6 +169,71 @@ func checkEnterpriseRefusal(t *testing.T, what string, err error) {
 	}
 }
 
+// A read that fails partway (here the hour's budget runs out after two of three jobs) is an
+// error the policy retries, never the jobs read so far passed off as the whole answer: the pool
+// accounts for runners that ended unnamed by the jobs it read.
+func TestReadJobsPartwayFailureIsAnError(t *testing.T) {
+	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{"t0k"}, RateLimit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gh.Close()
+	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/app"}); err != nil {
+		t.Fatal(err)
+	}
+	var refs []workflows.JobRef
+	for range 3 {
+		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"linux"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, workflows.JobRef{ID: j.ID, Repository: "acme/app"})
+	}
+	c, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), Token: "t0k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &GitHubActivities{GitHub: c}
+	out, err := a.ReadJobs(context.Background(), workflows.ReadJobsInput{Pool: "p", Jobs: refs})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != workflows.ErrRateLimited || app.NonRetryable() || len(out.Jobs) != 0 {
+		t.Fatalf("ReadJobs with the budget spent after two reads = %+v, %v; want no jobs and a retryable %s error", out, err, workflows.ErrRateLimited)
+	}
+}
+
+// A job whose repository this credential can never read is listed unread, and the other jobs
+// are still read; with nothing readable, the refusal is the error.
+func TestReadJobsListsJobsItCannotRead(t *testing.T) {
+	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{"t0k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gh.Close()
+	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: "acme/app"}); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"linux"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewGitHubClient(GitHubConfig{BaseURL: gh.URL(), Token: "t0k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &GitHubActivities{GitHub: c}
+	out, err := a.ReadJobs(context.Background(), workflows.ReadJobsInput{Pool: "p", Jobs: []workflows.JobRef{
+		{ID: 7, Repository: "not-a-repository"}, {ID: queued.ID, Repository: "acme/app"},
+	}})
+	if err != nil || !slices.Equal(out.Jobs, []workflows.JobReading{{ID: queued.ID, Status: workflows.JobQueued}}) || !slices.Equal(out.Unread, []int64{7}) {
+		t.Errorf("ReadJobs = %+v, %v; want job %d read and job 7 unread", out, err, queued.ID)
+	}
+	_, err = a.ReadJobs(context.Background(), workflows.ReadJobsInput{Pool: "p", Jobs: []workflows.JobRef{{ID: 7, Repository: "not-a-repository"}}})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != workflows.ErrInvalidSpec {
+		t.Errorf("ReadJobs of an unreadable job alone = %v, want the %s refusal", err, workflows.ErrInvalidSpec)
+	}
+}
+
 // ReadJobs reads each job at GitHub: a cancelled job is completed, a queued one queued, one
 // GitHub does not know is gone; the GETs go through the real client.
 func TestReadJobsReadsEachJobAtGitHub(t *testing.T) {

@@ -39,6 +39,8 @@ func (a *KubernetesActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.DeleteRunnerPod, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerPod})
 	r.RegisterActivityWithOptions(a.DeleteRunnerSecret, activity.RegisterOptions{Name: workflows.ActivityDeleteRunnerSecret})
 	r.RegisterActivityWithOptions(a.ListRunnerObjects, activity.RegisterOptions{Name: workflows.ActivityListRunnerObjects})
+	r.RegisterActivityWithOptions(a.StartWarmRunner, activity.RegisterOptions{Name: workflows.ActivityStartWarmRunner})
+	r.RegisterActivityWithOptions(a.DeleteWarmSecrets, activity.RegisterOptions{Name: workflows.ActivityDeleteWarmSecrets})
 }
 
 // CreateRunnerPod creates the runner's pod, or adopts the one a previous attempt of this

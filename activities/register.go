@@ -49,6 +49,11 @@ func (a *GitHubActivities) RegisterRunner(ctx context.Context, in workflows.Regi
 		// removals; a default-cluster registration is not its to make.
 		return workflows.RegisterRunnerOutput{}, temporal.NewApplicationError("this worker serves no default cluster", workflows.ErrClusterNotServed)
 	}
+	if in.Warm && in.Pod == nil && a.WarmNamespace != "" {
+		// The Secret of a warm registration is kept out of the runner namespace; the rest of the
+		// registration is the same, with the warm namespace in the Secret's place.
+		in.Namespace = a.WarmNamespace
+	}
 	existing, err := ownedSecret(ctx, a.Kube, in.Namespace, in.Name, in.WorkflowID)
 	if err != nil {
 		return workflows.RegisterRunnerOutput{}, err
@@ -72,6 +77,9 @@ func (a *GitHubActivities) RegisterRunner(ctx context.Context, in workflows.Regi
 		if out, adopted, err = a.adoptRegistration(ctx, in, existing); err == nil && !adopted {
 			out, err = a.registerJIT(ctx, in, existing)
 		}
+	}
+	if in.Warm && err == nil {
+		out.SecretNamespace = in.Namespace
 	}
 	if err != nil || pod == nil {
 		return out, err

@@ -110,9 +110,15 @@ func (a *TemporalActivities) readOwnership(ctx context.Context, p *workflows.Poo
 		return nil
 	}
 	p.Scope = st.Spec.Scope()
+	p.Clusters = slices.Clone(st.Spec.Clusters)
 	for _, r := range st.Runners {
 		p.Owned = append(p.Owned, r.Name)
+		if r.Cluster != "" {
+			p.Clusters = append(p.Clusters, r.Cluster)
+		}
 	}
+	slices.Sort(p.Clusters)
+	p.Clusters = slices.Compact(p.Clusters)
 	for _, w := range st.Warm {
 		p.Owned = append(p.Owned, w.Name)
 	}

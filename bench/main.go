@@ -62,7 +62,7 @@ type Options struct {
 	// LogPath receives the warnings of the worker and the world's parts; empty means a new
 	// file in the temporary directory.
 	LogPath string
-	// Skip names phases not to run: burst, throughput, memory.
+	// Skip names phases not to run: burst, throughput, memory, fleet, pull-fleet.
 	Skip []string
 	// Peer names a system to measure beside runnerflow after its phases, with the same bursts
 	// in a fresh world of its own ("arc": actions-runner-controller); empty for none.
@@ -124,10 +124,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
 	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (50)")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
-	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory (comma-separated)")
+	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
 	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with this system, in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+")")
 	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
-	fs.IntVar(&opts.Pools, "pools", 0, "also run the fleet phase: this many pools in one organization, at rest and through a burst (0: not run)")
+	fs.IntVar(&opts.Pools, "pools", 0, "also run the fleet phases: this many pools in one organization, at rest and through a burst, and as many pull pools of 20 repositories each (0: not run)")
 	fs.IntVar(&opts.PoolRunners, "pool-runners", 20, "runners of each pool in the fleet phase")
 	fs.IntVar(&opts.PoolJobs, "pool-jobs", 200, "jobs of the fleet phase's burst")
 	fs.IntVar(&opts.Workers, "workers", 1, "worker replicas in the fleet phase (the benchmark's own plus replicas in-process)")
@@ -178,8 +178,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("--idle: %v must be ascending (each step adds runners)", o.Idle)
 	}
 	for _, s := range o.Skip {
-		if !slices.Contains([]string{"burst", "throughput", "memory"}, s) {
-			return fmt.Errorf("--skip: unknown phase %q (burst, throughput, memory)", s)
+		if !slices.Contains([]string{"burst", "throughput", "memory", "fleet", "pull-fleet"}, s) {
+			return fmt.Errorf("--skip: unknown phase %q (burst, throughput, memory, fleet, pull-fleet)", s)
 		}
 	}
 	switch {
@@ -268,13 +268,22 @@ func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *R
 			res.Throughput = &t
 		}
 	}
-	if opts.Pools > 0 {
+	if opts.Pools > 0 && opts.runs("fleet") {
 		f, err := e.fleet(ctx)
 		if err != nil && failed("fleet", err) {
 			return logPath, ctx.Err()
 		}
 		if err == nil {
 			res.Fleet = &f
+		}
+	}
+	if opts.Pools > 0 && opts.runs("pull-fleet") {
+		f, err := e.pullFleet(ctx)
+		if err != nil && failed("pull fleet", err) {
+			return logPath, ctx.Err()
+		}
+		if err == nil {
+			res.PullFleet = &f
 		}
 	}
 	if opts.Soak.Run {

@@ -14,6 +14,9 @@ type Results struct {
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
 	// Fleet holds the --pools phase: many pools of one organization on several replicas.
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// PullFleet holds the --pools phase's pull fleet: pools with a pull section of 20
+	// repositories each, their GitHub calls at rest and busy (bench/pullfleet.go).
+	PullFleet *PullFleetResult `json:"pullFleet,omitempty"`
 	// Soak holds the --soak phase: jobs at a steady rate through injected faults.
 	Soak *SoakResult `json:"soak,omitempty"`
 	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).

@@ -19,10 +19,18 @@ import (
 const (
 	// Namespace holds the worker, the starter and the runner pods.
 	Namespace = "runnerflow"
+	// WarmNamespace is the worker's --warm-namespace: warm registrations' Secrets wait there,
+	// apart from the runner pods, and nothing else is there.
+	WarmNamespace = "runnerflow-warm"
+	// WarmRole is the worker's Role (and RoleBinding) in WarmNamespace: Secrets only.
+	WarmRole = "runnerflow-worker-warm"
 	// WorkerServiceAccount is the worker's identity, bound to the namespaced Role of the same name.
 	WorkerServiceAccount = "runnerflow-worker"
 	// StarterServiceAccount is the starter's identity; it is bound to nothing.
 	StarterServiceAccount = "runnerflow-starter"
+	// RunnerServiceAccount is the runner pods' identity; it is bound to nothing and mounts no
+	// token (docs/security.md).
+	RunnerServiceAccount = "runnerflow-runner"
 )
 
 // baseFiles are the base's manifests, embedded so callers need no working directory.

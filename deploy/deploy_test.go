@@ -52,14 +52,18 @@ func TestBaseHoldsOnlyNamespacedRunnerflowObjects(t *testing.T) {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 		switch o.GetKind() {
 		case "Namespace":
-			if o.GetName() != deploy.Namespace {
-				t.Errorf("the base creates namespace %q; only %q is expected", o.GetName(), deploy.Namespace)
+			if o.GetName() != deploy.Namespace && o.GetName() != deploy.WarmNamespace {
+				t.Errorf("the base creates namespace %q; only %q and %q are expected", o.GetName(), deploy.Namespace, deploy.WarmNamespace)
 			}
 		case "ClusterRole", "ClusterRoleBinding":
 			t.Errorf("%s %s: runnerflow needs no cluster-wide rights", o.GetKind(), o.GetName())
 		default:
-			if o.GetNamespace() != deploy.Namespace {
-				t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), deploy.Namespace)
+			want := deploy.Namespace
+			if o.GetName() == deploy.WarmRole {
+				want = deploy.WarmNamespace
+			}
+			if o.GetNamespace() != want {
+				t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), want)
 			}
 		}
 		if o.GetLabels()["app.kubernetes.io/part-of"] != "runnerflow" {
@@ -67,9 +71,9 @@ func TestBaseHoldsOnlyNamespacedRunnerflowObjects(t *testing.T) {
 		}
 	}
 	want := []string{
-		"Namespace/runnerflow",
-		"ServiceAccount/runnerflow-worker", "ServiceAccount/runnerflow-starter",
-		"Role/runnerflow-worker", "RoleBinding/runnerflow-worker",
+		"Namespace/runnerflow", "Namespace/runnerflow-warm",
+		"ServiceAccount/runnerflow-worker", "ServiceAccount/runnerflow-starter", "ServiceAccount/runnerflow-runner",
+		"Role/runnerflow-worker", "RoleBinding/runnerflow-worker", "Role/runnerflow-worker-warm", "RoleBinding/runnerflow-worker-warm",
 		"Deployment/runnerflow-worker", "Deployment/runnerflow-starter",
 		"Service/runnerflow-webhook", "Service/runnerflow-metrics",
 	}
@@ -80,9 +84,28 @@ func TestBaseHoldsOnlyNamespacedRunnerflowObjects(t *testing.T) {
 	}
 }
 
+// The worker's two Roles, in the runner namespace and in the warm one, grant the verbs listed
+// here (rbac_activities_test.go proves they are what the code uses), each bound to the worker
+// alone.
 func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
+	checkRole(t, deploy.WorkerServiceAccount, deploy.Namespace, map[string][]string{
+		"/pods":                      {"create", "delete", "get", "list", "watch"},
+		"/secrets":                   {"create", "delete", "get", "list", "patch", "update"},
+		"/persistentvolumeclaims":    {"create", "get"},
+		"coordination.k8s.io/leases": {"create", "get", "update"},
+	})
+	checkRole(t, deploy.WarmRole, deploy.WarmNamespace, map[string][]string{
+		"/secrets": {"create", "delete", "deletecollection", "get", "list", "update"},
+	})
+}
+
+func checkRole(t *testing.T, name, ns string, want map[string][]string) {
+	t.Helper()
 	var role rbacv1.Role
-	typed(t, renderBase(t), "Role", deploy.WorkerServiceAccount, &role)
+	typed(t, renderBase(t), "Role", name, &role)
+	if role.Namespace != ns {
+		t.Errorf("Role %s is in %q, want %q", name, role.Namespace, ns)
+	}
 	got := map[string][]string{}
 	for _, r := range role.Rules {
 		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
@@ -94,12 +117,6 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 				got[key] = append(got[key], r.Verbs...)
 			}
 		}
-	}
-	want := map[string][]string{
-		"/pods":                      {"create", "delete", "get", "list", "watch"},
-		"/secrets":                   {"create", "delete", "get", "list", "patch", "update"},
-		"/persistentvolumeclaims":    {"create", "get"},
-		"coordination.k8s.io/leases": {"create", "get", "update"},
 	}
 	for key, verbs := range got {
 		slices.Sort(verbs)
@@ -113,10 +130,10 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 		}
 	}
 	var binding rbacv1.RoleBinding
-	typed(t, renderBase(t), "RoleBinding", deploy.WorkerServiceAccount, &binding)
+	typed(t, renderBase(t), "RoleBinding", name, &binding)
 	wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: deploy.WorkerServiceAccount, Namespace: deploy.Namespace}
 	if binding.RoleRef.Kind != "Role" || binding.RoleRef.Name != role.Name || !slices.Equal(binding.Subjects, []rbacv1.Subject{wantSubject}) {
-		t.Errorf("RoleBinding binds %v to %v, want the worker's Role to %v only", binding.RoleRef, binding.Subjects, wantSubject)
+		t.Errorf("RoleBinding %s binds %v to %v, want the worker's Role to %v only", name, binding.RoleRef, binding.Subjects, wantSubject)
 	}
 }
 

@@ -272,7 +272,7 @@ func TestChartRendersTheKustomizeBase(t *testing.T) {
 	chart := mustRenderChart(t, "runnerflow", deploy.Namespace, "")
 	base := map[string]*unstructured.Unstructured{}
 	for _, o := range renderBase(t) {
-		if o.GetKind() != "Namespace" {
+		if o.GetKind() != "Namespace" || o.GetName() != deploy.Namespace { // the chart creates the warm one
 			base[o.GetKind()+"/"+o.GetName()] = o
 		}
 	}
@@ -320,12 +320,12 @@ func TestChartDriftIsDetected(t *testing.T) {
 	chart := mustRenderChart(t, "runnerflow", deploy.Namespace, "")
 	var chartRole, baseRole *unstructured.Unstructured
 	for _, o := range chart.objects {
-		if o.GetKind() == "Role" {
+		if o.GetKind() == "Role" && o.GetName() == deploy.WorkerServiceAccount {
 			chartRole = o.DeepCopy()
 		}
 	}
 	for _, o := range renderBase(t) {
-		if o.GetKind() == "Role" {
+		if o.GetKind() == "Role" && o.GetName() == deploy.WorkerServiceAccount {
 			baseRole = o
 		}
 	}
@@ -412,8 +412,15 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 				if o.GetResourceVersion() != applied[i].GetResourceVersion() {
 					t.Errorf("%s %s changed on a second apply", o.GetKind(), o.GetName())
 				}
-				if o.GetNamespace() != ns {
-					t.Errorf("%s %s went to namespace %q, want the release's %s", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+				want := ns
+				switch {
+				case o.GetKind() == "Namespace":
+					want = "" // the warm namespace, cluster-scoped
+				case strings.HasSuffix(o.GetName(), "-worker-warm"):
+					want = ns + "-warm"
+				}
+				if o.GetNamespace() != want {
+					t.Errorf("%s %s went to namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), want)
 				}
 			}
 		})

@@ -23,66 +23,82 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// The worker's Role is exactly what its code uses, for the kustomize base and for the Helm
-// chart alike: every activity the worker registers with a Kubernetes client, and the pod
-// watcher, run as the worker's ServiceAccount through the paths that reach each of their
-// Kubernetes calls (create and adopt, a second registration rewriting the Secret, ...), while
-// a recording transport notes what RBAC calls each request. The pod watcher runs as the worker
-// runs it, elected through its Lease, and releases the Lease when stopped. No request is
-// refused (the Role suffices), and the Role grants nothing that was not requested (nothing
-// more). The proof is drawn from the code as it is: a call added to or dropped from an
+// The worker's Roles are exactly what its code uses, for the kustomize base and for the Helm
+// chart alike, in the runner namespace and in the warm one: every activity the worker
+// registers with a Kubernetes client, and the pod watcher, run as the worker's ServiceAccount
+// through the paths that reach each of their Kubernetes calls (create and adopt, a second
+// registration rewriting the Secret, a warm registration minted, taken and removed, reconcile's
+// listings, ...), while a recording transport notes what RBAC calls each request and where.
+// The pod watcher runs as the worker runs it, elected through its Lease, and releases the Lease
+// when stopped. No request is refused (the Roles suffice), no request goes to a third
+// namespace, and in each namespace the Role grants nothing that was not requested there
+// (nothing more). The proof is drawn from the code as it is: a call added to or dropped from an
 // activity shows up here.
 func TestWorkerRoleIsExactlyWhatItsCodeUses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		install func(t *testing.T) (ns, serviceAccount string)
+		install func(t *testing.T) workerInstall
 	}{
-		{"kustomize", func(t *testing.T) (string, string) {
+		{"kustomize", func(t *testing.T) workerInstall {
 			applyBase(t)
-			return deploy.Namespace, deploy.WorkerServiceAccount
+			return workerInstall{ns: deploy.Namespace, warmNS: deploy.WarmNamespace, sa: deploy.WorkerServiceAccount}
 		}},
-		{"helm", func(t *testing.T) (string, string) {
+		{"helm", func(t *testing.T) workerInstall {
 			ns := startKube(t).NewNamespace(t)
 			applyChart(t, "runnerflow", ns, "")
-			return ns, "runnerflow-worker"
+			return workerInstall{ns: ns, warmNS: ns + "-warm", sa: "runnerflow-worker"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns, sa := tc.install(t)
-			rec := exerciseWorker(t, ns, sa)
-			if refused := rec.list(true); len(refused) > 0 {
+			in := tc.install(t)
+			rec := exerciseWorker(t, in)
+			if refused := rec.list("", true); len(refused) > 0 {
 				t.Errorf("the API server refused the worker %v", refused)
 			}
-			used := rec.list(false)
-			granted := grants(t, serviceAccountClientIn(t, ns, sa), ns)
-			if !slices.Equal(used, granted) {
-				t.Errorf("the worker's Role grants\n  %v\nthe worker's code uses\n  %v\ngranted, never used: %v\nused, not granted: %v",
-					granted, used, without(granted, used), without(used, granted))
+			if others := rec.namespaces(); !slices.Equal(others, slices.Sorted(slices.Values([]string{in.ns, in.warmNS}))) {
+				t.Errorf("the worker's requests went to namespaces %v, want %s and %s only", others, in.ns, in.warmNS)
+			}
+			for _, ns := range []string{in.ns, in.warmNS} {
+				used := rec.list(ns, false)
+				granted := grants(t, serviceAccountClientIn(t, in.ns, in.sa), ns)
+				if !slices.Equal(used, granted) {
+					t.Errorf("in %s the worker's Role grants\n  %v\nthe worker's code uses\n  %v\ngranted, never used: %v\nused, not granted: %v",
+						ns, granted, used, without(granted, used), without(used, granted))
+				}
 			}
 		})
 	}
 }
 
+// workerInstall is where an install put the worker: its namespace (the runners'), its warm
+// namespace, and its ServiceAccount.
+type workerInstall struct{ ns, warmNS, sa string }
+
 func without(a, b []string) []string {
 	return slices.DeleteFunc(slices.Clone(a), func(s string) bool { return slices.Contains(b, s) })
 }
 
-// kubeRequests records what RBAC calls each request a client makes ("group/resource verb",
-// core group written as "", subresource after a slash) and whether the API server answered it
-// with Forbidden. Discovery and /version are not recorded: every identity may read them.
+// kubeRequests records what RBAC calls each request a client makes, in which namespace
+// ("group/resource verb", core group written as "", subresource after a slash) and whether the
+// API server answered it with Forbidden. Discovery and /version are not recorded: every
+// identity may read them.
 type kubeRequests struct {
 	mu   sync.Mutex
-	seen map[string]bool // request → refused
+	seen map[nsRequest]bool // request → refused
 }
+
+// nsRequest is one kind of request in one namespace ("" for cluster-wide).
+type nsRequest struct{ ns, key string }
 
 func (k *kubeRequests) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTrip(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
-			if key, ok := rbacRequest(req); ok {
+			if ns, key, ok := rbacRequest(req); ok {
+				r := nsRequest{ns, key}
 				k.mu.Lock()
-				k.seen[key] = k.seen[key] || (resp != nil && resp.StatusCode == http.StatusForbidden)
+				k.seen[r] = k.seen[r] || (resp != nil && resp.StatusCode == http.StatusForbidden)
 				k.mu.Unlock()
 			}
 			return resp, err
@@ -91,24 +107,41 @@ func (k *kubeRequests) wrap(cfg *rest.Config) *rest.Config {
 	return out
 }
 
-// list returns the requests recorded, sorted: the refused ones, or all of them.
-func (k *kubeRequests) list(refusedOnly bool) []string {
+// list returns the requests recorded in ns, sorted: the refused ones, or all of them. An
+// empty ns lists every namespace's, each as "namespace: request".
+func (k *kubeRequests) list(ns string, refusedOnly bool) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []string
-	for key, refused := range k.seen {
-		if refused || !refusedOnly {
-			out = append(out, key)
+	for r, refused := range k.seen {
+		switch {
+		case refusedOnly && !refused:
+		case ns == "":
+			out = append(out, r.ns+": "+r.key)
+		case r.ns == ns:
+			out = append(out, r.key)
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-func (k *kubeRequests) has(key string) bool {
+// namespaces are the namespaces requests went to, sorted ("" for cluster-wide ones).
+func (k *kubeRequests) namespaces() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	refused, ok := k.seen[key]
+	var out []string
+	for r := range k.seen {
+		out = append(out, r.ns)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (k *kubeRequests) has(ns, key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	refused, ok := k.seen[nsRequest{ns, key}]
 	return ok && !refused
 }
 
@@ -116,10 +149,10 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// rbacRequest names a request as the API server's authorizer sees it: the verb from the method
-// (a GET is get with a name, watch with ?watch, list otherwise; a DELETE without a name is
-// deletecollection) and the group and resource from the path.
-func rbacRequest(req *http.Request) (string, bool) {
+// rbacRequest names a request as the API server's authorizer sees it: the namespace from the
+// path, the verb from the method (a GET is get with a name, watch with ?watch, list otherwise;
+// a DELETE without a name is deletecollection) and the group and resource from the path.
+func rbacRequest(req *http.Request) (ns, key string, ok bool) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	var group string
 	switch {
@@ -128,10 +161,10 @@ func rbacRequest(req *http.Request) (string, bool) {
 	case len(parts) >= 4 && parts[0] == "apis":
 		group, parts = parts[1], parts[3:]
 	default:
-		return "", false
+		return "", "", false
 	}
 	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
+		ns, parts = parts[1], parts[2:]
 	}
 	res, name := parts[0], ""
 	if len(parts) > 1 {
@@ -151,7 +184,7 @@ func rbacRequest(req *http.Request) (string, bool) {
 	case verb == "delete" && name == "":
 		verb = "deletecollection"
 	}
-	return group + "/" + res + " " + verb, verb != ""
+	return ns, group + "/" + res + " " + verb, verb != ""
 }
 
 // activityNames passes registrations on and keeps the names registered.
@@ -165,14 +198,15 @@ func (r *activityNames) RegisterActivityWithOptions(a any, o activity.RegisterOp
 	r.ActivityRegistry.RegisterActivityWithOptions(a, o)
 }
 
-// exerciseWorker runs, as ServiceAccount sa of ns, every activity of the three activity sets
+// exerciseWorker runs, as the install's worker ServiceAccount, every activity of the three activity sets
 // the worker builds with its Kubernetes client (internal/workerapp: the Kubernetes, slot claim
 // and GitHub activities, the last against the GitHub double), each through Temporal's activity
 // test environment under its registered name, and the pod watcher until it watches. It fails
 // if an activity fails or one registered activity was not run.
-func exerciseWorker(t *testing.T, ns, sa string) *kubeRequests {
+func exerciseWorker(t *testing.T, in workerInstall) *kubeRequests {
 	t.Helper()
-	rec := &kubeRequests{seen: map[string]bool{}}
+	rec := &kubeRequests{seen: map[nsRequest]bool{}}
+	ns, sa := in.ns, in.sa
 	client, err := kubernetes.NewForConfig(rec.wrap(serviceAccountConfig(t, ns, sa)))
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +216,9 @@ func exerciseWorker(t *testing.T, ns, sa string) *kubeRequests {
 	reg := &activityNames{ActivityRegistry: env}
 	(&activities.KubernetesActivities{Client: client}).Register(reg)
 	(&activities.SlotClaimActivities{Client: client}).Register(reg)
-	startGitHub(t, client).Register(reg)
+	gh := startGitHub(t, client)
+	gh.WarmNamespace = in.warmNS // as the install's --warm-namespace says
+	gh.Register(reg)
 	ran := map[string]bool{}
 	run := func(name string, in, out any) {
 		t.Helper()
@@ -198,6 +234,7 @@ func exerciseWorker(t *testing.T, ns, sa string) *kubeRequests {
 		ran[name] = true
 	}
 	runRunnerLifecycle(t, ns, run)
+	runWarmRunner(t, in, run)
 	watchPods(t, ns, client, rec)
 	if want := slices.Sorted(slices.Values(reg.names)); !slices.Equal(slices.Sorted(maps.Keys(ran)), want) {
 		t.Errorf("ran activities %v; the worker registers %v with its Kubernetes client", slices.Sorted(maps.Keys(ran)), want)
@@ -252,6 +289,37 @@ func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out a
 	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: ns, Name: name}, nil)
 }
 
+// runWarmRunner is a warm registration's life: minted into the warm namespace, made again
+// into the same Secret once GitHub lost it, its runner started from it in the runner
+// namespace, the taken Secret deleted with others in one request; and reconcile's look at the
+// warm namespace (its Secrets listed, one deleted by name, already gone).
+func runWarmRunner(t *testing.T, in workerInstall, run func(name string, in, out any)) {
+	t.Helper()
+	ns := in.ns
+	scope := workflows.Scope{Repository: "my-org/my-repo"}
+	name := workflows.RunnerName("rbac", "abcd", 2)
+	wfID := workflows.RunnerWorkflowID("rbac", name)
+	reg := workflows.RegisterRunnerInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns,
+		Scope: scope, Labels: []string{"self-hosted"}, Mode: workflows.RegistrationJIT, Warm: true}
+	var warm, again workflows.RegisterRunnerOutput
+	run(workflows.ActivityRegisterRunner, reg, &warm)
+	if warm.SecretNamespace != in.warmNS {
+		t.Fatalf("warm registration %+v, want its Secret in %s", warm, in.warmNS)
+	}
+	run(workflows.ActivityRemoveRunner, workflows.RunnerRef{Scope: scope, RunnerID: warm.RunnerID}, nil)
+	run(workflows.ActivityRegisterRunner, reg, &again)
+	if again.Adopted || again.RunnerID == warm.RunnerID || again.SecretNamespace != in.warmNS {
+		t.Fatalf("the second warm registration %+v did not mint a new runner into the warm Secret", again)
+	}
+	pod := workflows.CreateRunnerPodInput{Pool: "rbac", Name: name, WorkflowID: wfID, Namespace: ns, TemplateHash: "rbac",
+		SecretName: name, Mode: workflows.RegistrationJIT, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "runner", Image: "ghcr.io/actions/actions-runner:2.328.0"}}}}}
+	run(workflows.ActivityStartWarmRunner, workflows.StartWarmRunnerInput{Pod: pod, Warm: workflows.SecretRef{Namespace: in.warmNS, Name: name}}, nil)
+	run(workflows.ActivityDeleteWarmSecrets, workflows.DeleteWarmSecretsInput{Namespace: in.warmNS, Pool: "rbac", Names: []string{name}}, nil)
+	run(workflows.ActivityListRunnerObjects, workflows.ListRunnerObjectsInput{Namespace: in.warmNS, Kinds: []workflows.OrphanKind{workflows.KindSecret}}, nil)
+	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: in.warmNS, Name: name}, nil)
+}
+
 // noSignals is a Temporal client that takes every signal.
 type noSignals struct{}
 
@@ -273,17 +341,17 @@ func watchPods(t *testing.T, ns string, client kubernetes.Interface, rec *kubeRe
 	done := make(chan error, 1)
 	go func() { done <- elected.Run(ctx) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for !rec.has("/pods watch") && time.Now().Before(deadline) {
+	for !rec.has(ns, "/pods watch") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("pod watcher: %v", err)
 	}
-	if !rec.has("/pods watch") {
-		t.Errorf("the pod watcher did not get to watch pods in %s; requests: %v", ns, rec.list(false))
+	if !rec.has(ns, "/pods watch") {
+		t.Errorf("the pod watcher did not get to watch pods in %s; requests: %v", ns, rec.list("", false))
 	}
-	if !rec.has("coordination.k8s.io/leases update") {
-		t.Errorf("the pod watcher did not release its Lease in %s; requests: %v", ns, rec.list(false))
+	if !rec.has(ns, "coordination.k8s.io/leases update") {
+		t.Errorf("the pod watcher did not release its Lease in %s; requests: %v", ns, rec.list("", false))
 	}
 }

@@ -99,6 +99,18 @@ func TestWorkerMayDoNothingOutsideItsNamespace(t *testing.T) {
 	}
 }
 
+// The runners' ServiceAccount may do nothing, in the runner namespace or in the warm one: a
+// job's pod that got its token could not read a credential in either.
+func TestRunnerServiceAccountMayDoNothing(t *testing.T) {
+	applyBase(t)
+	runner := serviceAccountClient(t, deploy.RunnerServiceAccount)
+	for _, ns := range []string{deploy.Namespace, deploy.WarmNamespace} {
+		if got := grants(t, runner, ns); len(got) > 0 {
+			t.Errorf("the runners' ServiceAccount may %v in %s; want nothing", got, ns)
+		}
+	}
+}
+
 func TestStarterHasNoKubernetesRights(t *testing.T) {
 	applyBase(t)
 	starter := serviceAccountClient(t, deploy.StarterServiceAccount)

@@ -14,6 +14,9 @@ temporal_version=1.5.1
 kubernetes_version=v1.34.4
 # actions-runner-controller, the benchmark's peer: the version tools/arc/go.mod requires.
 arc_version=v0.27.6
+# The linters make test runs: the versions tools/lint/go.mod requires.
+workflowcheck_version=v0.6.0
+staticcheck_version=v0.8.2
 octokit_openapi_version=23.0.2
 octokit_webhooks_examples_version=7.6.1
 
@@ -81,6 +84,19 @@ build_arc() {
   mv "$out/arc-crds.yaml.tmp" "$out/arc-crds.yaml"
 }
 
+# Temporal's workflowcheck (determinism of workflow code) and staticcheck, built from
+# tools/lint, whose go.mod pins them.
+build_lint() {
+  local out=$cache/lint-workflowcheck-$workflowcheck_version-staticcheck-$staticcheck_version
+  [ -x "$out/workflowcheck" ] && [ -x "$out/staticcheck" ] && return
+  log "building workflowcheck $workflowcheck_version and staticcheck $staticcheck_version"
+  mkdir -p "$out"
+  go -C "$repo/tools/lint" build -o "$out/workflowcheck.tmp" go.temporal.io/sdk/contrib/tools/workflowcheck
+  go -C "$repo/tools/lint" build -o "$out/staticcheck.tmp" honnef.co/go/tools/cmd/staticcheck
+  mv "$out/workflowcheck.tmp" "$out/workflowcheck"
+  mv "$out/staticcheck.tmp" "$out/staticcheck"
+}
+
 fetch_github_openapi() {
   local out=$cache/octokit-openapi-$octokit_openapi_version
   [ -s "$out/ghec.json" ] && return
@@ -110,10 +126,11 @@ case "${1:-all}" in
   kubernetes) build_kubernetes ;;
   kube-controller-manager) build_kube_controller_manager ;;
   arc) build_arc ;;
+  lint) build_lint ;;
   github-openapi) fetch_github_openapi ;;
   webhook-examples) fetch_webhook_examples ;;
-  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; fetch_github_openapi; fetch_webhook_examples ;;
-  *) echo "usage: $0 [all|temporal|kubernetes|kube-controller-manager|arc|github-openapi|webhook-examples]" >&2; exit 2 ;;
+  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; build_lint; fetch_github_openapi; fetch_webhook_examples ;;
+  *) echo "usage: $0 [all|temporal|kubernetes|kube-controller-manager|arc|lint|github-openapi|webhook-examples]" >&2; exit 2 ;;
 esac
 
 [ -x "$cache/temporal-$temporal_version/temporal" ] && link "$cache/temporal-$temporal_version/temporal" temporal
@@ -122,6 +139,10 @@ esac
 [ -x "$cache/kubernetes-$kubernetes_version/kube-controller-manager" ] && link "$cache/kubernetes-$kubernetes_version/kube-controller-manager" kube-controller-manager
 for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml; do
   [ -s "$cache/arc-$arc_version/$f" ] && link "$cache/arc-$arc_version/$f" "$f"
+done
+for f in workflowcheck staticcheck; do
+  lint=$cache/lint-workflowcheck-$workflowcheck_version-staticcheck-$staticcheck_version/$f
+  [ -x "$lint" ] && link "$lint" "$f"
 done
 [ -s "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" ] && link "$cache/octokit-openapi-$octokit_openapi_version/ghec.json" github-openapi.json
 [ -s "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" ] && link "$cache/octokit-webhooks-examples-$octokit_webhooks_examples_version/webhook-examples.json" github-webhook-examples.json

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/runnerflow/runnerflow"
 )
 
 const usage = `usage: starter <command> [flags]
@@ -18,7 +20,7 @@ commands:
   apply   start or update pools from a pools file (-f pools.yaml)
   get     show one pool's status, or all pools
 
-Run "starter <command> -h" for a command's flags.`
+Run "starter <command> -h" for a command's flags; "starter --version" prints the release.`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -41,6 +43,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runApply(ctx, args[1:], stdout)
 	case "get":
 		return runGet(ctx, args[1:], stdout)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, runnerflow.Version())
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -27,6 +27,7 @@ type options struct {
 	watchNamespace  string
 	leaseNamespace  string
 	leaseName       string
+	warmNamespace   string
 	githubURL       string
 	appID           int64
 	installationID  int64
@@ -55,6 +56,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "namespace of the runner pods to watch; empty watches all (needs cluster-wide list/watch on pods)")
 	fs.StringVar(&o.leaseNamespace, "pod-watcher-lease-namespace", "", "namespace of the Lease that elects the one replica watching pods; empty: --watch-namespace, else the worker's own")
 	fs.StringVar(&o.leaseName, "pod-watcher-lease-name", activities.DefaultPodWatcherLeaseName, "name of the Lease that elects the one replica watching pods (replicas sharing it signal each pod's end once; two installations watching one namespace need two names)")
+	fs.StringVar(&o.warmNamespace, "warm-namespace", "", "namespace where warm registrations' Secrets wait for their runners, one no runner's pod may read Secrets in (docs/security.md); empty: the worker's own (the kubeconfig context's outside a cluster)")
 	fs.StringVar(&o.githubURL, "github-url", envOr("GITHUB_URL", "https://api.github.com/"), "GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3/ ($GITHUB_URL)")
 	fs.Int64Var(&o.appID, "github-app-id", 0, "GitHub App id (with --github-installation-id and --github-app-key-file); without an App, $GITHUB_TOKEN is used")
 	fs.Int64Var(&o.installationID, "github-installation-id", 0, "GitHub App installation id")
@@ -99,7 +101,7 @@ func (o *options) config(getenv func(string) string) (workerapp.Config, error) {
 	cfg := workerapp.Config{
 		TemporalAddress: temporal.HostPort, Namespace: temporal.Namespace, TemporalOptions: temporal,
 		KubeconfigPath: o.kubeconfig, Clusters: o.clusters, WatchNamespace: o.watchNamespace,
-		PodWatcherLeaseNamespace: o.leaseNamespace, PodWatcherLeaseName: o.leaseName,
+		PodWatcherLeaseNamespace: o.leaseNamespace, PodWatcherLeaseName: o.leaseName, WarmNamespace: o.warmNamespace,
 		KubeQPS: float32(o.kubeQPS), KubeBurst: o.kubeBurst,
 		GitHubPointsPerMinute:   o.pointsPerMinute,
 		MetricsListen:           o.metricsListen,

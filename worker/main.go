@@ -16,13 +16,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/klog/v2"
 
+	"github.com/runnerflow/runnerflow"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 )
 
 func main() {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	opts := defineFlags(fs)
+	showVersion := fs.Bool("version", false, "print runnerflow's release and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with usage
+	if *showVersion {
+		fmt.Println(runnerflow.Version())
+		return
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "worker takes no arguments, got %q\n", fs.Args())
 		os.Exit(2)

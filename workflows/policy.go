@@ -204,6 +204,30 @@ var PodCheckPolicy = workflow.ActivityOptions{
 	},
 }
 
+// ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
+// of the first read that failed) is taken as lost by a runner that never came online there:
+// it leaves, and its pool places another runner on a cluster that answers. A read fails only
+// after PodCheckPolicy's two minutes, so in practice it takes two failed reads a minute apart,
+// five minutes of silence: well past the 30–90 s API server hangs runnerflow rides out in
+// place (issue 17), and short beside a job left waiting for good.
+const ClusterLostAfter = 3 * time.Minute
+
+// ClusterReturnPolicy: a runner that left a lost cluster deletes its Secret there (its pod
+// goes with the Secret) once the cluster answers again. Retries are the server's timers, not
+// history events, so waiting a week costs the runner nothing; a cluster gone longer than that
+// leaves objects labelled as runnerflow's for the operator.
+var ClusterReturnPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 7 * 24 * time.Hour,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
+
 // KubernetesActivityPolicy: API-server calls are short; a conflict or 5xx is retried with
 // backoff to 30 s; an invalid pod template fails at once.
 var KubernetesActivityPolicy = workflow.ActivityOptions{
@@ -308,6 +332,17 @@ const (
 	// this long when no check can say which job it was, so a job still queued is not kept
 	// from its runner for longer.
 	UnattributedEndHold = 2 * time.Minute
+	// ReservationRenewalsBeforeCheck: a reservation renewed this often with no runner of the
+	// pool online for its job (20 minutes or more at the default reservationDuration) has its
+	// job read at GitHub without waiting for an idle runner. One renewal is a runner slow to
+	// come online (an image pull, an API-server hiccup); a second means none came for two
+	// durations (a bad image, a quota never raised, a paused pool), long enough for the job's
+	// completion to have been lost, and one GET settles it.
+	ReservationRenewalsBeforeCheck = 2
+	// StaleReservationCheckInterval: such jobs are read again no sooner than this, about once a
+	// renewal at the default reservationDuration: at most ReservedJobCheckMax GETs per 10
+	// minutes (120 an hour, 2.4% of a 5 000 budget) for a pool whose runners never come online.
+	StaleReservationCheckInterval = DefaultReservationDuration
 )
 
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
@@ -435,7 +470,26 @@ const (
 	// WarmRetryDelayMax, so a refused credential or a spent budget is not called in a loop.
 	WarmRetryDelay    = 30 * time.Second
 	WarmRetryDelayMax = 10 * time.Minute
+	// WarmSpentBatch: the Secrets of at most this many taken warm registrations go in one
+	// DeleteCollection; 100 runner names keep its label selector a few kilobytes long, well
+	// inside the API server's limits on a request line.
+	WarmSpentBatch = 100
 )
+
+// WarmSecretsPolicy: removing taken warm registrations' Secrets from the warm namespace is
+// quiet-time work on the Kubernetes queue; like WarmRegistrationPolicy it gives up after ten
+// minutes (the pool keeps the names and tries again at its next quiet moment).
+var WarmSecretsPolicy = workflow.ActivityOptions{
+	TaskQueue:              TaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 10 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
+}
 
 // WarmRegistrationPolicy: minting or removing a warm registration is quiet-time work on the
 // GitHub queue. It gives up after ten minutes rather than hold the pool's continue-as-new behind
@@ -484,6 +538,33 @@ const (
 	// the runs listings, a read stays a small share of GitHub's 900 points a minute however
 	// long the backlog; runs beyond it keep their last answer until a later read has room.
 	PullJobListingsPerRead = 100
+	// PullJobsPerPage: a run's jobs are read 100 a page, GitHub's largest page.
+	PullJobsPerPage = 100
+	// PullJobPagesPerRun: a run's jobs are read to their third page of 100 (300 jobs): a
+	// matrix generates at most 256 jobs a run (GitHub's documented limit), so only a run with
+	// many jobs besides its matrix has more, and the pool then holds its runners rather than
+	// scale down on a partial answer (PulledRun.Unread). Each page counts against
+	// PullJobListingsPerRead.
+	PullJobPagesPerRun = 3
+	// PullAnswerMaxAge: a pool counts on a pull answer no older than this (its shared read
+	// failing since, GitHub down or the budget at its reserve): past it the pool scales on its
+	// reservations alone for that repository and says so in its status. Five minutes is five
+	// reads at the default interval, and what PoolPullPolicy gives one read.
+	PullAnswerMaxAge = 5 * time.Minute
+	// PullShareResendAfter: a repository's pull workflow tells a pool its unchanged part again
+	// this often, so a pool that heard nothing for PullShareSilenceMax knows the workflow is
+	// gone (terminated by hand) rather than quiet. At rest that is one signal a pool and
+	// repository per half hour.
+	PullShareResendAfter = 30 * time.Minute
+	// PullShareSilenceMax: a pool that heard nothing of a repository for this long counts its
+	// answer stale and asks again (a signal-with-start restarts the workflow).
+	PullShareSilenceMax = PullShareResendAfter + PullAnswerMaxAge
+	// PullShareIdleExit: a repository's pull workflow no pool has asked anything of for this
+	// long ends; the next demand starts it again.
+	PullShareIdleExit = 10 * time.Minute
+	// PullShareReadsPerRun: the workflow continues as new after this many reads (a read and
+	// its signals are a handful of events), as the scope listing does.
+	PullShareReadsPerRun = 100
 	// DefaultPullScaleUpThreshold, DefaultPullScaleDownThreshold, DefaultPullScaleUpFactor and
 	// DefaultPullScaleDownFactor are ARC's PercentageRunnersBusy defaults.
 	DefaultPullScaleUpThreshold   = 0.8
@@ -635,6 +716,21 @@ var ReconcileRedeliverPolicy = workflow.ActivityOptions{
 	StartToCloseTimeout:    30 * time.Second,
 	ScheduleToCloseTimeout: 10 * time.Minute,
 	RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+}
+
+// ReconcileProbePolicy: the probe of a hook whose newest delivery failed (a ping, or the
+// redelivery of a delivery that succeeded): its loss costs nothing, so unlike a failed event's
+// redelivery it is retried; given up after two minutes, and the next run probes again.
+var ReconcileProbePolicy = workflow.ActivityOptions{
+	TaskQueue:              GitHubTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: 2 * time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: retryNonRetryable,
+	},
 }
 
 // ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is

@@ -50,6 +50,10 @@ type pool struct {
 	// one is due for refresh.
 	warmBusy []string
 	warmWake time.Time
+	// warmApart is changeWarmApart's gate (asked by tendWarm); warmSpentBusy is true while
+	// spent warm Secrets are being removed.
+	warmApart     bool
+	warmSpentBusy bool
 	// plan is the last decision, for QueryStatus.
 	plan Plan
 	// drainers receive what is left in the signal channels before continue-as-new.
@@ -67,6 +71,9 @@ type pool struct {
 	// run by a scale-set pool (pool_scaleset.go).
 	scaleSetBusy    bool
 	scaleSetVersion *workflow.Version
+	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
+	// (pool_pull_shared.go).
+	sharedVersion *workflow.Version
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -105,6 +112,7 @@ func (p *pool) run() error {
 	p.receiveSignals()
 	p.receiveScopeListing()
 	p.receiveScaleSet()
+	p.receiveRepoPull()
 	for {
 		now := workflow.Now(p.ctx)
 		p.changed = false
@@ -198,19 +206,52 @@ func (p *pool) pruneReservations(now time.Time) {
 
 func (p *pool) reservationParams(now time.Time) ReservationParams {
 	params := ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
-	// Asked only when a reservation would expire with no runner online for it, so histories
-	// in which none did carry no marker.
-	serving := p.servingRunners(now)
-	if p.st.Reserved.WaitsForRunner(now, serving) &&
-		workflow.GetVersion(p.ctx, changeReservationsWaitForRunners, workflow.DefaultVersion, 1) >= 1 {
+	// Asked only when a reservation would expire with no runner online for it (by either
+	// rule), so histories in which none did carry no marker.
+	served, idle, serving := p.servedJobs(), p.idleRunners(), p.servingRunners(now)
+	waitsOld := p.st.Reserved.WaitsForRunner(now, serving)
+	if !waitsOld && !p.st.Reserved.WaitsUnserved(now, served, idle) {
+		return params
+	}
+	if workflow.GetVersion(p.ctx, changeRenewUnserved, workflow.DefaultVersion, 1) >= 1 {
+		params.RenewUnserved, params.ServedJobs, params.IdleRunners = true, served, idle
+		return params
+	}
+	if waitsOld && workflow.GetVersion(p.ctx, changeReservationsWaitForRunners, workflow.DefaultVersion, 1) >= 1 {
 		params.WaitForRunners = true
 		params.ServingRunners = serving
 	}
 	return params
 }
 
+// servedJobs are the jobs that busy runners of the pool hold: their reservations are served
+// (changeRenewUnserved).
+func (p *pool) servedJobs() []int64 {
+	var jobs []int64
+	for _, r := range p.st.Runners {
+		if r.Busy && r.JobID != 0 && !r.State.Terminal() {
+			jobs = append(jobs, r.JobID)
+		}
+	}
+	return jobs
+}
+
+// idleRunners counts the runners online and free to take a job: idle, not leaving. A busy
+// runner whose job the pool does not know is not free, and is not counted for any
+// reservation either (changeRenewUnserved).
+func (p *pool) idleRunners() int {
+	n := 0
+	for _, r := range p.st.Runners {
+		if r.State == RunnerIdle && !r.Draining && !r.Removing {
+			n++
+		}
+	}
+	return n
+}
+
 // servingRunners counts the runners online to serve this pool's reservations: idle ones not
-// leaving, and busy ones whose job is not another pool's (busyElsewhere).
+// leaving, and busy ones whose job is not another pool's (busyElsewhere). The rule before
+// changeRenewUnserved, kept for the histories that took it.
 func (p *pool) servingRunners(now time.Time) int {
 	n := 0
 	for _, r := range p.st.Runners {

@@ -103,6 +103,15 @@ type deliveryWitnessInbound struct {
 	workflowType, workflowID string
 }
 
+// ExecuteWorkflow notes that the pool's run has begun: by the time the test's next callback
+// runs, its first workflow task (which registers the handlers) has run.
+func (i *deliveryWitnessInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
+	if i.workflowType == PoolWorkflowType {
+		i.h.runStarted = true
+	}
+	return i.Next.ExecuteWorkflow(ctx, in)
+}
+
 // HandleSignal records the delivery before passing the signal on.
 func (i *deliveryWitnessInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleSignalInput) error {
 	switch {

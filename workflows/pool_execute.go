@@ -101,7 +101,7 @@ func (p *pool) start(s StartRunner, now time.Time) RunnerInput {
 	var reg *RegisterRunnerOutput
 	if w, ok := p.takeWarm(now); ok {
 		seq, name = w.Seq, w.Name
-		reg = &RegisterRunnerOutput{RunnerID: w.RunnerID, SecretName: w.SecretName, SecretUID: w.SecretUID}
+		reg = &RegisterRunnerOutput{RunnerID: w.RunnerID, SecretName: w.SecretName, SecretUID: w.SecretUID, SecretNamespace: w.SecretNamespace}
 	} else {
 		p.st.NextSeq++
 	}

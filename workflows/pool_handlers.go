@@ -170,50 +170,15 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 	return failures == 0 || !startedAt.Before(startNotBefore)
 }
 
-// Pool change ids (workflow.GetVersion), one line each:
-//   - changeEndJobWithRunner (1): a job's reservation ends when the runner that ran it leaves
-//     it, and an in_progress event on another pool's runner ends it too; before, only the
-//     completed webhook (or expiry) ended it, so a finished runner was replaced for a job that
-//     was already done.
-//   - changeWarmRegistrations (1): warm registrations (pool_warm.go).
-//   - changeNewSpecRules (1): a new pool's start checks its spec with ValidateNew (a
-//     repository-scoped pool with a runner group is rejected); before, with Validate.
-//   - changeLeanRunners (1): runner workflows start with RunnerState and RunnerPool set (no
-//     upsert of their own), and a listing signals a runner only what its own reports have not
-//     told the pool already (not "busy" to a runner that reported busy, not "idle" to one that
-//     reported idle), and the pool keeps its wake-up timer across iterations unless an earlier
-//     wake comes; warm work waits WarmRefillSettle after the pool last started runners (a
-//     burst's webhooks arrive over several scale windows).
-//   - changeFailuresByStart (1): a failed runner started before the backoff in force had
-//     passed keeps that backoff instead of doubling it (countsAsNewFailure), now that a runner
-//     that never came online ends and leaves its replacement to the pool.
-//   - changeReservationsFromEventTimes (1): a queued job's reservation counts its duration
-//     from its event's own time (WorkflowJobEvent.At), not from when the pool applied it.
-//   - changeCheckReservedJobs (1): reserved jobs no runner serves are read at GitHub when a
-//     runner stands idle or one ended after a job the pool never learned of, and what GitHub
-//     says of them applied as the lost events; such an end counts for one reservation over
-//     until then (pool_jobcheck.go). Before, such a reservation held a runner (or started
-//     one) until it expired.
-//   - changeReservationsWaitForRunners (1): a reservation that expires while no runner of
-//     the pool is online for it (ReservationParams.WaitForRunners) restarts its clock instead
-//     of being dropped; before, a job queued through an outage longer than the reservation
-//     duration lost its runner while that runner was still registering.
-//   - changeClusterPlacement (1): a pool that names clusters probes them before starting a
-//     batch and places it on the first that answers (placement.go).
-//   - changePullScaling (1): a pool with a pull section reads its demand from GitHub on its
-//     timer (pool_pull.go); asked only by such pools, so others record no marker.
-//
-// Not a change id: force-remove-runner signals the runner only when the update arrives, and
-// a force-removed runner (PoolRunner.Removing, which no older history sets) holds its place.
+// Pool change ids (workflow.GetVersion); what each changes is in Changes (changes.go).
 const (
-	changeEndJobWithRunner = "end-job-with-runner"
-	changeNewSpecRules     = "new-spec-rules"
-	changeLeanRunners      = "lean-runners"
-	changeFailuresByStart  = "failures-by-start"
-	// Reservations count from their events' own times (the list above).
+	changeEndJobWithRunner           = "end-job-with-runner"
+	changeNewSpecRules               = "new-spec-rules"
+	changeLeanRunners                = "lean-runners"
+	changeFailuresByStart            = "failures-by-start"
 	changeReservationsFromEventTimes = "reservations-from-event-times"
-	// Reservations wait for a runner online (the list above).
 	changeReservationsWaitForRunners = "reservations-wait-for-runners"
+	changeRenewUnserved              = "reservations-renew-unserved"
 )
 
 // endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has

@@ -40,7 +40,10 @@ type poolHarness struct {
 
 	env      *testsuite.TestWorkflowEnvironment
 	segments int
-	events   []*poolEvent
+	// runStarted is true once this segment's pool run has begun (its first workflow task,
+	// which registers the query and update handlers, has run): see register.
+	runStarted bool
+	events     []*poolEvent
 	// inTransit holds the signals sent to this run that it has not received yet, oldest first.
 	inTransit []*poolEvent
 
@@ -79,6 +82,8 @@ type poolHarness struct {
 	// here is still queued. jobReads records each read's job ids.
 	jobsAtGitHub map[int64]JobReading
 	jobReads     [][]int64
+	// jobsUnread are jobs GitHub refuses to this credential: ReadJobs leaves them out.
+	jobsUnread map[int64]bool
 }
 
 // readJobs plays GitHub's answers to the pool's reads of its reserved jobs.
@@ -89,6 +94,9 @@ func (h *poolHarness) readJobs(_ context.Context, in ReadJobsInput) (ReadJobsOut
 	var ids []int64
 	for _, j := range in.Jobs {
 		ids = append(ids, j.ID)
+		if h.jobsUnread[j.ID] {
+			continue
+		}
 		r, ok := h.jobsAtGitHub[j.ID]
 		if !ok {
 			r = JobReading{ID: j.ID, Status: JobQueued}
@@ -197,6 +205,12 @@ func (h *poolHarness) register(ev *poolEvent) {
 		if ev.fired || env.IsWorkflowCompleted() {
 			return
 		}
+		// A step due at a new run's first instant can be posted ahead of the run's start on a
+		// loaded machine; the run's handlers do not exist yet, so it waits for the start.
+		if !h.runStarted {
+			h.register(ev)
+			return
+		}
 		if ev.msg != nil {
 			h.deliver(ev)
 			return
@@ -246,6 +260,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	h.env = env
 	// Signals sent to the last run and never received are sent again (their events not fired).
 	h.inTransit = nil
+	h.runStarted = false
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&deliveryWitness{h: h}}})
 	env.SetStartTime(now)
 	env.SetDetachedChildWait(false)
@@ -258,6 +273,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.registerRunner, activity.RegisterOptions{Name: ActivityRegisterRunner})
 	env.RegisterActivityWithOptions(h.removeRunner, activity.RegisterOptions{Name: ActivityRemoveRunner})
 	env.RegisterActivityWithOptions(h.deleteSecret, activity.RegisterOptions{Name: ActivityDeleteRunnerSecret})
+	env.RegisterActivityWithOptions(h.deleteWarmSecrets, activity.RegisterOptions{Name: ActivityDeleteWarmSecrets})
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	h.playScopeListing(env)
 	env.RegisterActivityWithOptions(h.listEndedRunners, activity.RegisterOptions{Name: ActivityListEndedRunners})

@@ -28,10 +28,14 @@ type JobRef struct {
 	Repository string `json:"repository"`
 }
 
-// ReadJobsOutput is what GitHub said of each job read, in the input's order. A read that failed
-// ends the list (the rest are read at the next check).
+// ReadJobsOutput is what GitHub said of each job read, in the input's order. A read that
+// failed partway is an error, never a shorter list, so only the jobs in Unread are missing
+// (answers recorded by earlier builds may be cut short: a read that failed ended the list).
 type ReadJobsOutput struct {
 	Jobs []JobReading `json:"jobs,omitempty"`
+	// Unread are the jobs this credential can never read (their repository refused or not
+	// one GitHub could answer for): the check accounts for nothing through them.
+	Unread []int64 `json:"unread,omitempty"`
 }
 
 // JobReading is one job as GitHub has it now. Gone: GitHub does not know it (404).
@@ -43,16 +47,43 @@ type JobReading struct {
 	Gone       bool   `json:"gone,omitempty"`
 }
 
-// jobCheck is a due check of reserved jobs: when, and which.
+// changeCheckStaleReservations gates the pool reading, at GitHub, reserved jobs renewed
+// ReservationRenewalsBeforeCheck times without a runner online for them, with no idle runner
+// needed (jobCheckRules.staleRenewals). Asked only when such a reservation exists, which only
+// pools under changeRenewUnserved count.
+const changeCheckStaleReservations = "check-stale-reservations"
+
+// changeLiftReadEnds gates lifting an unattributed end only for jobs the check read
+// (endsAccountedFor), and ends past UnattributedEndHold no longer prompting checks
+// (jobCheckRules.heldEndsOnly). Asked only where either changes what the pool does.
+const changeLiftReadEnds = "lift-ends-for-read-jobs"
+
+// jobCheck is a due check of reserved jobs: when, and which. whole is set when the jobs are
+// every reservation no runner serves (none left out for ReservedJobCheckMax or for want of a
+// repository).
 type jobCheck struct {
-	due  time.Time
-	jobs []JobRef
+	due   time.Time
+	jobs  []JobRef
+	whole bool
+}
+
+// jobCheckRules are the rules planJobCheck applies beyond the first, by the pool's change ids.
+type jobCheckRules struct {
+	// staleRenewals, when positive, makes a check due once a reservation no runner serves has
+	// been renewed this many times (Reservation.Renewals): no runner came online for its job
+	// for that long (a bad image, a quota never raised, a paused pool), and its completion may
+	// have been lost meanwhile. Due StaleReservationCheckInterval after the last check.
+	staleRenewals int
+	// heldEndsOnly counts only the unattributed ends still held (younger than
+	// UnattributedEndHold) as making a check due: an end past its hold counts for nothing
+	// any more, so it prompts no read.
+	heldEndsOnly bool
 }
 
 // planJobCheck decides whether the pool should read its reserved jobs at GitHub, and which:
 // the reservations no runner of the pool serves (no runner has their job), the oldest first, at
 // most ReservedJobCheckMax. Reservations made before they carried their repository cannot be
-// read and are left to expire. Two things make them suspect:
+// read and are left to expire. Three things make them suspect:
 //   - a runner of the pool ended after running a job the pool never learned of (its
 //     in_progress and completed events were lost, or are late): one of them is over. Due
 //     ReservedJobCheckSettle after the first such end (the ends of a burst come together), and
@@ -61,43 +92,71 @@ type jobCheck struct {
 //     job to a fitting idle runner within seconds, so the job is most likely over or served
 //     elsewhere and its events were lost. Due ReservedJobCheckInterval after the last check, so
 //     a job that really is still queued (its labels fit no online runner) costs a read that
-//     often.
+//     often;
+//   - with rules.staleRenewals, a reservation renewed that often with no runner online for it.
 //
 // Zero due: no check.
-func planJobCheck(st PoolState, now time.Time) jobCheck {
+func planJobCheck(st PoolState, now time.Time, rules jobCheckRules) jobCheck {
 	var jobs []JobRef
+	stale, whole := false, true
 	for _, res := range st.Reserved.Reservations { // sorted by job id: the oldest jobs first
-		if res.Repository == "" || !res.ExpiresAt.After(now) || servedByRunner(st.Runners, res.JobID) {
+		if !res.ExpiresAt.After(now) || servedByRunner(st.Runners, res.JobID) {
+			continue
+		}
+		if res.Repository == "" {
+			whole = false
+			continue
+		}
+		stale = stale || (rules.staleRenewals > 0 && res.Renewals >= rules.staleRenewals)
+		if len(jobs) == ReservedJobCheckMax {
+			whole = false
 			continue
 		}
 		jobs = append(jobs, JobRef{ID: res.JobID, Repository: res.Repository})
-		if len(jobs) == ReservedJobCheckMax {
-			break
-		}
 	}
 	if len(jobs) == 0 {
 		return jobCheck{}
 	}
 	var due time.Time
-	if len(st.UnattributedEnds) > 0 {
-		due = laterOf(st.UnattributedEnds[0].Add(ReservedJobCheckSettle), st.LastJobCheck.Add(ReservedJobCheckSpacing))
+	ends := st.UnattributedEnds
+	if rules.heldEndsOnly {
+		ends = slices.DeleteFunc(slices.Clone(ends), func(at time.Time) bool { return now.Sub(at) >= UnattributedEndHold })
 	}
-	var idleSince time.Time
-	for _, r := range st.Runners {
-		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
-			idleSince = r.Since
-		}
+	if len(ends) > 0 {
+		due = laterOf(ends[0].Add(ReservedJobCheckSettle), st.LastJobCheck.Add(ReservedJobCheckSpacing))
 	}
-	if !idleSince.IsZero() {
-		idleDue := laterOf(idleSince.Add(ReservedJobCheckAfter), st.LastJobCheck.Add(ReservedJobCheckInterval))
-		if due.IsZero() || idleDue.Before(due) {
-			due = idleDue
-		}
+	due = earlierOf(due, idleCheckDue(st.Runners, st.LastJobCheck))
+	if stale {
+		due = earlierOf(due, st.LastJobCheck.Add(StaleReservationCheckInterval))
 	}
 	if due.IsZero() {
 		return jobCheck{}
 	}
-	return jobCheck{due: due, jobs: jobs}
+	return jobCheck{due: due, jobs: jobs, whole: whole}
+}
+
+// idleCheckDue is when a check is due for a runner standing idle: ReservedJobCheckAfter after
+// the longest-idle runner (not leaving) went idle, and ReservedJobCheckInterval after the last
+// check. Zero: no runner stands idle.
+func idleCheckDue(runners []PoolRunner, last time.Time) time.Time {
+	var idleSince time.Time
+	for _, r := range runners {
+		if r.State == RunnerIdle && !r.Draining && !r.Removing && (idleSince.IsZero() || r.Since.Before(idleSince)) {
+			idleSince = r.Since
+		}
+	}
+	if idleSince.IsZero() {
+		return time.Time{}
+	}
+	return laterOf(idleSince.Add(ReservedJobCheckAfter), last.Add(ReservedJobCheckInterval))
+}
+
+// earlierOf is the earlier of two times, a zero time counting as none.
+func earlierOf(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 func laterOf(a, b time.Time) time.Time {
@@ -154,12 +213,13 @@ func jobReadingsAsEvents(readings []JobReading) []WorkflowJobEvent {
 
 // checkReservedJobs reads, beside the loop, the jobs planJobCheck finds suspect, and applies
 // what GitHub says of them to the reservation book as the events that were lost. The
-// unattributed ends recorded before the check began are accounted for by it.
+// unattributed ends recorded before the check began are accounted for by what it read
+// (liftUnattributedEnds).
 func (p *pool) checkReservedJobs(now time.Time) {
 	if p.jobChecking {
 		return
 	}
-	plan := planJobCheck(p.st, now)
+	plan := planJobCheck(p.st, now, p.jobCheckRules(now))
 	if plan.due.IsZero() || now.Before(plan.due) ||
 		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
 		return
@@ -175,7 +235,7 @@ func (p *pool) checkReservedJobs(now time.Time) {
 			p.logger.Warn("Reading reserved jobs at GitHub failed", "error", err)
 			return
 		}
-		p.st.UnattributedEnds = slices.DeleteFunc(p.st.UnattributedEnds, func(at time.Time) bool { return !at.After(now) })
+		p.liftUnattributedEnds(plan, out, now)
 		if events := jobReadingsAsEvents(out.Jobs); len(events) > 0 {
 			_, _ = p.reserve(ctx, ReservationBatch{WindowID: "job-check", Events: events})
 		}
@@ -198,10 +258,89 @@ func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
 	}
 }
 
+// changeJobCheckWake gates the pool waking for a due check of reserved jobs (nextJobCheck).
+// Asked only when one is due, so histories without a reservation no runner serves carry no
+// marker.
+const changeJobCheckWake = "job-check-wake"
+
 // nextJobCheck is when a check of reserved jobs is due, zero if none.
 func (p *pool) nextJobCheck(now time.Time) time.Time {
 	if p.jobChecking {
 		return time.Time{}
 	}
-	return planJobCheck(p.st, now).due
+	due := planJobCheck(p.st, now, p.jobCheckRules(now)).due
+	if due.IsZero() || workflow.GetVersion(p.ctx, changeJobCheckWake, workflow.DefaultVersion, 1) < 1 {
+		return time.Time{}
+	}
+	return due
+}
+
+// jobCheckRules are the job check's rules in force. Each is asked only where it changes the
+// plan (a reservation renewed often enough, an end past its hold), so histories without one
+// carry no marker.
+func (p *pool) jobCheckRules(now time.Time) jobCheckRules {
+	var rules jobCheckRules
+	if slices.ContainsFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.Renewals >= ReservationRenewalsBeforeCheck }) &&
+		workflow.GetVersion(p.ctx, changeCheckStaleReservations, workflow.DefaultVersion, 1) >= 1 {
+		rules.staleRenewals = ReservationRenewalsBeforeCheck
+	}
+	if slices.ContainsFunc(p.st.UnattributedEnds, func(at time.Time) bool { return now.Sub(at) >= UnattributedEndHold }) &&
+		workflow.GetVersion(p.ctx, changeLiftReadEnds, workflow.DefaultVersion, 1) >= 1 {
+		rules.heldEndsOnly = true
+	}
+	return rules
+}
+
+// liftUnattributedEnds ends the hold of the unattributed ends recorded by began (when the
+// check began) that the check accounts for (endsAccountedFor); the others hold on, and prompt
+// the next check, until UnattributedEndHold.
+func (p *pool) liftUnattributedEnds(plan jobCheck, out ReadJobsOutput, began time.Time) {
+	before := 0
+	for _, at := range p.st.UnattributedEnds {
+		if !at.After(began) {
+			before++
+		}
+	}
+	n := endsAccountedFor(plan, out, before)
+	if n < before && workflow.GetVersion(p.ctx, changeLiftReadEnds, workflow.DefaultVersion, 1) < 1 {
+		n = before // the rule before: a check accounted for every end before it
+	}
+	p.st.UnattributedEnds = liftEnds(p.st.UnattributedEnds, began, n)
+	if len(out.Unread) > 0 {
+		p.logger.Warn("Reserved jobs cannot be read at GitHub with this credential", "jobs", out.Unread)
+	}
+}
+
+// endsAccountedFor is how many of the before unattributed ends recorded before a check it
+// accounts for. A check that read every reservation no runner serves found any of them that
+// is over (and released it): it accounts for them all. Any other check (a job unread, a
+// reservation left out) accounts for no more than the jobs it found over, because the jobs
+// the ended runners ran may be among those it did not read.
+func endsAccountedFor(plan jobCheck, out ReadJobsOutput, before int) int {
+	read := make([]int64, 0, len(out.Jobs))
+	over := 0
+	for _, j := range out.Jobs {
+		read = append(read, j.ID)
+		if j.Gone || j.Status == JobCompleted {
+			over++
+		}
+	}
+	if plan.whole && !slices.ContainsFunc(plan.jobs, func(ref JobRef) bool { return !slices.Contains(read, ref.ID) }) {
+		return before
+	}
+	return min(before, over)
+}
+
+// liftEnds removes the first n ends at or before began (the oldest: ends are recorded in
+// time order) and returns the rest.
+func liftEnds(ends []time.Time, began time.Time, n int) []time.Time {
+	var kept []time.Time
+	for _, at := range ends {
+		if n > 0 && !at.After(began) {
+			n--
+			continue
+		}
+		kept = append(kept, at)
+	}
+	return kept
 }

@@ -29,6 +29,15 @@ func TestPlanJobCheck(t *testing.T) {
 		}
 		return out
 	}
+	stale := jobCheckRules{staleRenewals: ReservationRenewalsBeforeCheck}
+	renewedTimes := func(s ReservationState, job int64, n int) ReservationState {
+		for i := range s.Reservations {
+			if s.Reservations[i].JobID == job {
+				s.Reservations[i].Renewals = n
+			}
+		}
+		return s
+	}
 	many := make([]int64, ReservedJobCheckMax+5)
 	for i := range many {
 		many[i] = int64(100 + i)
@@ -39,6 +48,7 @@ func TestPlanJobCheck(t *testing.T) {
 		reserved ReservationState
 		last     time.Time
 		ends     []time.Time
+		rules    jobCheckRules
 		want     jobCheck
 	}{{
 		name:     "no idle runner: every reservation may still be on its way to one",
@@ -48,7 +58,7 @@ func TestPlanJobCheck(t *testing.T) {
 		name:     "an idle runner and a reservation no runner serves: due ReservedJobCheckAfter after the runner went idle",
 		runners:  []PoolRunner{busy("a", 1), idle("b", 10*time.Second), idle("c", 5*time.Second)},
 		reserved: reserved(1, 2, 3),
-		want:     jobCheck{due: t0.Add(5*time.Second + ReservedJobCheckAfter), jobs: refs(2, 3)},
+		want:     jobCheck{due: t0.Add(5*time.Second + ReservedJobCheckAfter), jobs: refs(2, 3), whole: true},
 	}, {
 		name:     "every reservation served by a runner: nothing to read",
 		runners:  []PoolRunner{busy("a", 1), idle("b", 0)},
@@ -62,25 +72,25 @@ func TestPlanJobCheck(t *testing.T) {
 		runners:  []PoolRunner{idle("b", 0)},
 		reserved: reserved(2),
 		last:     t0.Add(10 * time.Minute),
-		want:     jobCheck{due: t0.Add(10*time.Minute + ReservedJobCheckInterval), jobs: refs(2)},
+		want:     jobCheck{due: t0.Add(10*time.Minute + ReservedJobCheckInterval), jobs: refs(2), whole: true},
 	}, {
 		name:     "a runner ended after a job nobody named: due ReservedJobCheckSettle after the first such end, no idle runner needed",
 		runners:  []PoolRunner{{Name: "b", State: RunnerRegistering, Since: t0}},
 		reserved: reserved(2, 3),
 		ends:     []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)},
-		want:     jobCheck{due: t0.Add(time.Second + ReservedJobCheckSettle), jobs: refs(2, 3)},
+		want:     jobCheck{due: t0.Add(time.Second + ReservedJobCheckSettle), jobs: refs(2, 3), whole: true},
 	}, {
 		name:     "ends and an idle runner: the earlier of the two",
 		runners:  []PoolRunner{idle("b", -time.Hour)},
 		reserved: reserved(2),
 		ends:     []time.Time{t0},
-		want:     jobCheck{due: t0.Add(-time.Hour + ReservedJobCheckAfter), jobs: refs(2)},
+		want:     jobCheck{due: t0.Add(-time.Hour + ReservedJobCheckAfter), jobs: refs(2), whole: true},
 	}, {
 		name:     "ends: not before ReservedJobCheckSpacing after the last check",
 		reserved: reserved(2),
 		last:     t0,
 		ends:     []time.Time{t0.Add(time.Second)},
-		want:     jobCheck{due: t0.Add(ReservedJobCheckSpacing), jobs: refs(2)},
+		want:     jobCheck{due: t0.Add(ReservedJobCheckSpacing), jobs: refs(2), whole: true},
 	}, {
 		name:     "ends but every reservation served: nothing to read",
 		runners:  []PoolRunner{busy("a", 1)},
@@ -96,15 +106,55 @@ func TestPlanJobCheck(t *testing.T) {
 		}},
 		want: jobCheck{due: t0.Add(ReservedJobCheckAfter), jobs: refs(4)},
 	}, {
+		name:     "no runner online, a reservation renewed ReservationRenewalsBeforeCheck times: due at once",
+		runners:  []PoolRunner{{Name: "b", State: RunnerRegistering, Since: t0}},
+		reserved: renewedTimes(reserved(2, 3), 3, ReservationRenewalsBeforeCheck),
+		rules:    stale,
+		want:     jobCheck{due: time.Time{}.Add(StaleReservationCheckInterval), jobs: refs(2, 3), whole: true},
+	}, {
+		name:     "renewed reservations: not before StaleReservationCheckInterval after the last check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck+1),
+		last:     t0,
+		rules:    stale,
+		want:     jobCheck{due: t0.Add(StaleReservationCheckInterval), jobs: refs(2), whole: true},
+	}, {
+		name:     "renewed fewer times: no check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck-1),
+		rules:    stale,
+	}, {
+		name:     "renewed often enough, but without the rule (histories before it): no check",
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck),
+	}, {
+		name:     "a renewed reservation a runner serves is not suspect",
+		runners:  []PoolRunner{busy("a", 2)},
+		reserved: renewedTimes(reserved(2), 2, ReservationRenewalsBeforeCheck),
+		rules:    stale,
+	}, {
+		name:     "an end past its hold still prompts a check under the first rule",
+		reserved: reserved(2),
+		ends:     []time.Time{t0.Add(-UnattributedEndHold)},
+		want:     jobCheck{due: t0.Add(-UnattributedEndHold + ReservedJobCheckSettle), jobs: refs(2), whole: true},
+	}, {
+		name:     "held ends only: an end past its hold prompts nothing",
+		reserved: reserved(2),
+		ends:     []time.Time{t0.Add(-UnattributedEndHold)},
+		rules:    jobCheckRules{heldEndsOnly: true},
+	}, {
+		name:     "held ends only: the first end still held makes the check due",
+		reserved: reserved(2),
+		ends:     []time.Time{t0.Add(-UnattributedEndHold), t0.Add(-time.Minute)},
+		rules:    jobCheckRules{heldEndsOnly: true},
+		want:     jobCheck{due: t0.Add(-time.Minute + ReservedJobCheckSettle), jobs: refs(2), whole: true},
+	}, {
 		name:     "at most ReservedJobCheckMax, the oldest jobs first",
 		runners:  []PoolRunner{idle("b", 0)},
 		reserved: reserved(many...),
 		want:     jobCheck{due: t0.Add(ReservedJobCheckAfter), jobs: refs(many[:ReservedJobCheckMax]...)},
 	}}
 	for _, tt := range tests {
-		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved, LastJobCheck: tt.last, UnattributedEnds: tt.ends}, t0)
-		if !got.due.Equal(tt.want.due) || !slices.Equal(got.jobs, tt.want.jobs) {
-			t.Errorf("%s: planJobCheck = %v %v, want %v %v", tt.name, got.due, got.jobs, tt.want.due, tt.want.jobs)
+		got := planJobCheck(PoolState{Runners: tt.runners, Reserved: tt.reserved, LastJobCheck: tt.last, UnattributedEnds: tt.ends}, t0, tt.rules)
+		if !got.due.Equal(tt.want.due) || !slices.Equal(got.jobs, tt.want.jobs) || got.whole != tt.want.whole {
+			t.Errorf("%s: planJobCheck = %v %v whole=%v, want %v %v whole=%v", tt.name, got.due, got.jobs, got.whole, tt.want.due, tt.want.jobs, tt.want.whole)
 		}
 	}
 }
@@ -244,6 +294,137 @@ func TestPoolStartsNoRunnerForJobsThatRanUnnamed(t *testing.T) {
 					len(st.Runners) == 1 && st.Totals.Started == 3
 			})
 			h.run(spec, 4*time.Minute)
+		})
+	}
+}
+
+// A pool whose runners never come online (a quota never raised, say) holds a reservation
+// whose job's completion was lost. Once the reservation has been renewed
+// ReservationRenewalsBeforeCheck times, the pool reads the job at GitHub with no idle runner
+// and ends the reservation; its runner goes. A job GitHub still has queued keeps its
+// reservation, read again no sooner than StaleReservationCheckInterval. Across continue-as-new.
+func TestPoolReadsJobsWhoseRunnersNeverComeOnline(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			h.jobsAtGitHub = map[int64]JobReading{11: {ID: 11, Status: JobCompleted, Conclusion: "success"}}
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			d := spec.ReservationDurationOrDefault()
+			for seq := range int64(4) {
+				h.silence(RunnerName("linux", Generation(""), seq+1))
+			}
+			batch := reserve(JobQueued, 11, 12)
+			for i := range batch.Events {
+				batch.Events[i].Repository = "acme/app"
+			}
+			h.at(time.Minute, func() { h.signal(SignalReservations, batch) })
+			renewedTwice := time.Minute + time.Duration(ReservationRenewalsBeforeCheck)*d
+			h.check(renewedTwice-time.Minute, "renewed once: not read yet", func(st PoolStatus) bool {
+				return st.Reservations == 2 && len(h.jobReadsSoFar()) == 0
+			})
+			h.check(renewedTwice+30*time.Second, "renewed twice: both read, the completed one released, the queued one kept", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) == 1 && slices.Equal(reads[0], []int64{11, 12}) &&
+					st.Reservations == 1 && st.Reserved[0].JobID == 12 && st.Desired == 1
+			})
+			h.check(renewedTwice+StaleReservationCheckInterval-time.Minute, "not read again within the interval", func(st PoolStatus) bool {
+				return len(h.jobReadsSoFar()) == 1
+			})
+			h.check(renewedTwice+StaleReservationCheckInterval+30*time.Second, "the queued job read again, still kept", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) == 2 && slices.Equal(reads[1], []int64{12}) && st.Reservations == 1
+			})
+			h.run(spec, renewedTwice+StaleReservationCheckInterval+time.Minute)
+		})
+	}
+}
+
+func TestEndsAccountedFor(t *testing.T) {
+	refs := []JobRef{{ID: 1, Repository: "acme/app"}, {ID: 2, Repository: "acme/app"}, {ID: 3, Repository: "acme/app"}}
+	done := func(id int64) JobReading { return JobReading{ID: id, Status: JobCompleted, Conclusion: "success"} }
+	queuedJob := func(id int64) JobReading { return JobReading{ID: id, Status: JobQueued} }
+	for _, tt := range []struct {
+		name   string
+		plan   jobCheck
+		read   ReadJobsOutput
+		before int
+		want   int
+	}{
+		{"every suspect job read: every end accounted for", jobCheck{jobs: refs, whole: true},
+			ReadJobsOutput{Jobs: []JobReading{done(1), queuedJob(2), queuedJob(3)}}, 3, 3},
+		{"a job unread: only as many ends as jobs found over", jobCheck{jobs: refs, whole: true},
+			ReadJobsOutput{Jobs: []JobReading{done(1), queuedJob(3)}, Unread: []int64{2}}, 2, 1},
+		{"a job GitHub does not know is over too", jobCheck{jobs: refs, whole: true},
+			ReadJobsOutput{Jobs: []JobReading{{ID: 1, Gone: true}}}, 2, 1},
+		{"reservations left out of the check: only as many as found over", jobCheck{jobs: refs},
+			ReadJobsOutput{Jobs: []JobReading{done(1), done(2), queuedJob(3)}}, 3, 2},
+		{"never more than the ends", jobCheck{jobs: refs},
+			ReadJobsOutput{Jobs: []JobReading{done(1), done(2), done(3)}}, 1, 1},
+		{"nothing over, a job unread: none", jobCheck{jobs: refs, whole: true},
+			ReadJobsOutput{Jobs: []JobReading{queuedJob(1), {ID: 2, Status: JobInProgress, RunnerName: "other-abcd-1"}}}, 2, 0},
+	} {
+		if got := endsAccountedFor(tt.plan, tt.read, tt.before); got != tt.want {
+			t.Errorf("%s: endsAccountedFor = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLiftEnds(t *testing.T) {
+	ends := []time.Time{t0.Add(-2 * time.Second), t0.Add(-time.Second), t0, t0.Add(time.Second)}
+	for _, tt := range []struct {
+		n    int
+		want []time.Time
+	}{
+		{0, ends},
+		{1, ends[1:]},
+		{3, ends[3:]},
+		{9, ends[3:]}, // an end after the check began is never lifted by it
+	} {
+		if got := liftEnds(ends, t0, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("liftEnds(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}
+
+// Two runners end after jobs nobody named (their pods succeeded): they ran jobs 11 and 12.
+// The check reads 11 (completed) and 13 (queued) but cannot read 12. It accounts for one end
+// (the job it found over), not both: the other holds on, so the pool starts no runner for job
+// 12, which has already run, until UnattributedEndHold bounds the wait. An end past its hold
+// prompts no more reads. Across continue-as-new.
+func TestPoolLiftsUnattributedEndsOnlyForJobsItRead(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			h.jobsAtGitHub = map[int64]JobReading{11: {ID: 11, Status: JobCompleted, Conclusion: "success"}}
+			h.jobsUnread = map[int64]bool{12: true}
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			batch := reserve(JobQueued, 11, 12, 13)
+			for i := range batch.Events {
+				batch.Events[i].Repository = "acme/app"
+			}
+			first, second := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 2)
+			h.at(time.Minute, func() { h.signal(SignalReservations, batch) })
+			h.at(2*time.Minute, func() {
+				h.end(first, RunnerDone, EndReasonPodSucceeded)
+				h.end(second, RunnerDone, EndReasonPodSucceeded)
+			})
+			h.check(2*time.Minute+30*time.Second, "11 released; the end for 12 still held: no runner started for it", func(st PoolStatus) bool {
+				reads := h.jobReadsSoFar()
+				return len(reads) >= 1 && slices.Equal(reads[0], []int64{11, 12, 13}) &&
+					st.Reservations == 2 && len(st.Runners) == 1 && st.Totals.Started == 3 && st.Desired == 1
+			})
+			var readsAtHold int
+			h.at(2*time.Minute+UnattributedEndHold+time.Second, func() { readsAtHold = len(h.jobReadsSoFar()) })
+			h.check(2*time.Minute+UnattributedEndHold+time.Minute, "the hold over: a runner for the reservations left", func(st PoolStatus) bool {
+				return st.Totals.Started == 4 && st.Desired == 2
+			})
+			// Before the new runner has stood idle a minute (its own reason to read).
+			h.check(2*time.Minute+UnattributedEndHold+75*time.Second, "the end past its hold prompts no read", func(PoolStatus) bool {
+				return len(h.jobReadsSoFar()) == readsAtHold
+			})
+			h.run(spec, 2*time.Minute+UnattributedEndHold+2*time.Minute)
 		})
 	}
 }

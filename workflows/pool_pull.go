@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -35,14 +36,31 @@ func (p *pool) pullOn() bool {
 // section does nothing here.
 func (p *pool) tendPull(now time.Time) {
 	if !p.pullOn() {
+		if st := p.st.Pull; st != nil && len(st.Demanded) > 0 {
+			p.tendSharedPull(now) // withdraw from the shared reads first
+			return
+		}
 		p.st.Pull = nil
 		return
 	}
 	spec := *p.st.Spec.Pull
 	key := p.pullKey()
 	if p.st.Pull == nil || p.st.Pull.Key != key {
-		// What was read for other repositories, labels or metric counts for nothing now.
-		p.st.Pull = &PullState{Key: key, Calls: p.pullCalls(), NotModified: p.pullNotModified()}
+		// What was read for other repositories, labels or metric counts for nothing now; what
+		// was asked of shared reads stays, to be changed or withdrawn.
+		next := &PullState{Key: key, Calls: p.pullCalls(), NotModified: p.pullNotModified()}
+		if p.st.Pull != nil {
+			next.Shared, next.Demanded = p.st.Pull.Shared, p.st.Pull.Demanded
+		}
+		p.st.Pull = next
+	}
+	shared := p.sharesPull()
+	p.st.Pull.Shared = shared
+	if shared || len(p.st.Pull.Demanded) > 0 {
+		p.tendSharedPull(now) // demands, or a withdrawal after the metric changed
+		if shared {
+			return
+		}
 	}
 	st := p.st.Pull
 	if p.pulling || now.Before(st.NextAt) {
@@ -90,7 +108,7 @@ func (p *pool) startPull(now time.Time, key string) {
 
 // endJobsGone ends the reservations of jobs the last answer listed queued or in progress and
 // this one lists neither: GitHub says they are over, whatever webhooks were lost. Only a
-// complete answer says so (no listing at its one page's limit).
+// complete answer says so (no listing at its one page's limit, no run with an unread page).
 func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 	listed := map[int64]bool{}
 	for _, repo := range cur {
@@ -100,14 +118,17 @@ func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 			}
 		}
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			if run.Unread {
+				return
+			}
+			for _, j := range run.AllJobs() {
 				listed[j.ID] = true
 			}
 		}
 	}
 	for _, repo := range prev {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			for _, j := range run.AllJobs() {
 				if !listed[j.ID] && p.st.Reserved.Holds(j.ID, workflow.Now(p.ctx)) {
 					p.endJobID(j.ID)
 				}
@@ -123,7 +144,7 @@ func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 func (p *pool) applyPulledJobs(repos []PulledRepo) {
 	for _, repo := range repos {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			for _, j := range run.AllJobs() {
 				if j.Status != JobInProgress || j.RunnerName == "" {
 					continue
 				}
@@ -146,7 +167,23 @@ func (p *pool) pullDecision(now time.Time) *PullDecision {
 	if !p.pullOn() || p.st.Pull == nil {
 		return nil
 	}
-	d := DecidePull(p.pullInput(now, false))
+	in := p.pullInput(now, false)
+	var stale []string
+	if p.st.Pull.Shared {
+		in.Repos, stale = freshPulled(in.Repos, now)
+		// A shared answer comes only when it changed: unchanged, it holds as of the shared
+		// read at most an interval ago, so only runners that ended since then may have run a
+		// job it lists. With no answer counted on, none is taken to have.
+		in.ReadAt = laterOf(in.ReadAt, now.Add(-p.st.Spec.Pull.IntervalOrDefault()))
+		if len(in.Repos) == 0 {
+			in.ReadAt = now
+		}
+	}
+	d := DecidePull(in)
+	if len(stale) > 0 {
+		d.Why += fmt.Sprintf("; %d repositories' answers not counted on (older than %s): their jobs counted from reservations alone",
+			len(stale), PullAnswerMaxAge)
+	}
 	return &d
 }
 
@@ -165,6 +202,9 @@ func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
 func (p *pool) pullWake() time.Time {
 	if p.pulling || p.st.Pull == nil || p.st.Spec.Pull == nil {
 		return time.Time{}
+	}
+	if p.st.Pull.Shared {
+		return p.sharedPullWake()
 	}
 	return p.st.Pull.NextAt
 }
@@ -213,10 +253,17 @@ func (p *pool) pullStatus() *PullStatus {
 		return nil
 	}
 	out := &PullStatus{Metric: p.st.Spec.Pull.Metric, At: st.At, NextAt: st.NextAt, Error: st.Error, Target: st.Target,
-		Calls: st.Calls, NotModified: st.NotModified}
-	for _, repo := range st.Repos {
+		Calls: st.Calls, NotModified: st.NotModified, Shared: st.Shared}
+	repos := st.Repos
+	if st.Shared {
+		repos, out.Stale = freshPulled(st.Repos, workflow.Now(p.ctx))
+	}
+	for _, repo := range repos {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			if run.Unread {
+				out.UnreadRuns++
+			}
+			for _, j := range run.AllJobs() {
 				if j.Status == JobQueued {
 					out.Queued++
 				} else {
@@ -234,22 +281,34 @@ func withoutJobs(repos []PulledRepo) []PulledRepo {
 	for _, r := range repos {
 		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
 		for _, run := range r.Runs {
-			c.Runs = append(c.Runs, PulledRun{RunID: run.RunID, ETag: run.ETag})
+			bare := PulledRun{RunID: run.RunID, ETag: run.ETag, Unread: run.Unread}
+			for _, pg := range run.More {
+				bare.More = append(bare.More, PulledPage{ETag: pg.ETag})
+			}
+			c.Runs = append(c.Runs, bare)
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// mergePulled takes a read's answers, with the jobs of each run GitHub answered 304 for taken
-// from the last answers.
+// mergePulled takes a read's answers, with the jobs of each page GitHub answered 304 for (or
+// the read had no room for) taken from the last answers.
 func mergePulled(prev, cur []PulledRepo) []PulledRepo {
 	out := make([]PulledRepo, 0, len(cur))
 	for _, r := range cur {
 		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
 		for _, run := range r.Runs {
+			last := lastRunOf(prev, r.Repository, run.RunID)
 			if run.NotModified {
-				run.Jobs, run.NotModified = lastJobs(prev, r.Repository, run.RunID), false
+				run.Jobs, run.NotModified = last.Jobs, false
+			}
+			run.More = slices.Clone(run.More)
+			for i := range run.More {
+				if run.More[i].NotModified && i < len(last.More) {
+					run.More[i].Jobs = last.More[i].Jobs
+				}
+				run.More[i].NotModified = false
 			}
 			m.Runs = append(m.Runs, run)
 		}
@@ -258,16 +317,16 @@ func mergePulled(prev, cur []PulledRepo) []PulledRepo {
 	return out
 }
 
-func lastJobs(prev []PulledRepo, repo string, runID int64) []PulledJob {
+func lastRunOf(prev []PulledRepo, repo string, runID int64) PulledRun {
 	for _, r := range prev {
 		if r.Repository != repo {
 			continue
 		}
 		for _, run := range r.Runs {
 			if run.RunID == runID {
-				return run.Jobs
+				return run
 			}
 		}
 	}
-	return nil
+	return PulledRun{}
 }

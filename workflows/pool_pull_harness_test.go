@@ -3,19 +3,23 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // pullSim plays GitHub for the PullJobs activity: one repository whose queued jobs the test
 // sets, answered 304 while they have not changed since the ETag the pool sends.
 type pullSim struct {
-	mu          sync.Mutex
-	queued      []int64
+	mu     sync.Mutex
+	queued []int64
+	// unread: the answer's one run has a page the read did not hold (PulledRun.Unread).
+	unread      bool
 	version     int
 	calls       int
 	notModified int
@@ -49,7 +53,18 @@ func (s *pullSim) pull(ctx context.Context, in PullJobsInput) (PullJobsResult, e
 		repo.Listings[0].RunIDs = append(repo.Listings[0].RunIDs, id+1000)
 		repo.Runs = append(repo.Runs, PulledRun{RunID: id + 1000, Jobs: []PulledJob{{ID: id, Status: JobQueued}}})
 	}
+	if s.unread {
+		repo.Listings[0].RunIDs = append(repo.Listings[0].RunIDs, 999)
+		repo.Runs = append(repo.Runs, PulledRun{RunID: 999, Unread: true})
+	}
 	return PullJobsResult{Repos: []PulledRepo{repo}, Calls: 1}, nil
+}
+
+// ownReads plays GitHub for a pool that reads its repositories itself: the pool runs as before
+// change shared-pull (histories recorded then, and runs that began so).
+func ownReads(h *poolHarness, sim *pullSim) {
+	h.env.OnGetVersion(changeSharedPull, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs})
 }
 
 // pullScenario: a pool with no webhook at all starts runners for the jobs its pull reads
@@ -63,7 +78,7 @@ func pullScenario(sim *pullSim) poolScenario {
 			spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
 			spec.ScaleDownDelay = &metav1.Duration{Duration: time.Minute}
 			spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
-			h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+			h.onSegment = func() { ownReads(h, sim) }
 			var busy []string
 			h.check(50*time.Second, "no runner without queued jobs", func(st PoolStatus) bool { return len(st.Runners) == 0 && st.Pull != nil })
 			h.at(time.Minute, func() { sim.set(1, 2) })
@@ -121,7 +136,7 @@ func TestPullEndsReservationsOfJobsGitHubNoLongerLists(t *testing.T) {
 	spec := poolTestSpec()
 	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
 	spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
-	h.onSegment = func() { h.env.RegisterActivityWithOptions(sim.pull, activity.RegisterOptions{Name: ActivityPullJobs}) }
+	h.onSegment = func() { ownReads(h, sim) }
 	h.at(time.Minute, func() {
 		sim.set(7)
 		h.update("queued", UpdateReservations, reserve(JobQueued, 7))
@@ -134,4 +149,36 @@ func TestPullEndsReservationsOfJobsGitHubNoLongerLists(t *testing.T) {
 		return st.Reservations == 0 && st.Desired == 0
 	})
 	h.run(spec, 3*time.Minute+10*time.Second)
+}
+
+// A pull-only pool runs three runners for three queued jobs; the next answers list nothing
+// queued, but a run has jobs on a page the read did not hold: the pool keeps its runners past
+// the scale-down delay, and says why, until an answer holds every page.
+func TestPullHoldsRunnersWhileARunHasUnreadPages(t *testing.T) {
+	sim := &pullSim{}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.Ephemeral = 0, ptr(3), ptr(false)
+	spec.ScaleDownDelay = &metav1.Duration{Duration: time.Minute}
+	spec.Pull = &PullSpec{Metric: PullMetricQueuedJobs, Repositories: []string{"app"}, Interval: &metav1.Duration{Duration: 30 * time.Second}}
+	h.onSegment = func() { ownReads(h, sim) }
+	h.at(30*time.Second, func() { sim.set(1, 2, 3) })
+	h.check(2*time.Minute, "a runner per queued job", func(st PoolStatus) bool { return countState(st, RunnerIdle, "") == 3 })
+	h.at(2*time.Minute+time.Second, func() {
+		sim.mu.Lock()
+		sim.unread = true
+		sim.mu.Unlock()
+		sim.set()
+	})
+	h.check(5*time.Minute, "runners held while a run has an unread page", func(st PoolStatus) bool {
+		return countState(st, RunnerIdle, "") == 3 && st.Desired == 3 && st.Pull.UnreadRuns == 1 && strings.Contains(st.Why, "not read")
+	})
+	h.at(5*time.Minute+time.Second, func() {
+		sim.mu.Lock()
+		sim.unread = false
+		sim.mu.Unlock()
+		sim.set()
+	})
+	h.check(8*time.Minute, "scaled down once every page is read", func(st PoolStatus) bool { return len(st.Runners) == 0 && st.Desired == 0 })
+	h.run(spec, 8*time.Minute+10*time.Second)
 }

@@ -102,6 +102,15 @@ func TestDecidePull(t *testing.T) {
 		{name: "minIdle over busy", in: queuedIn(0, 2, func(in *PullDecideInput) {
 			in.Runners = []PoolRunner{pullRunner("p-ab12-1", busy, 7)}
 		}), want: 3},
+		{name: "a run with jobs on a page not read holds the runners: no scale-down on a partial answer", in: queuedIn(0, 0, func(in *PullDecideInput) {
+			in.Repos = pulled(queuedJob(1))
+			in.Repos[0].Runs[0].Unread = true
+			in.Runners = []PoolRunner{pullRunner("p-ab12-1", idle, 0), pullRunner("p-ab12-2", idle, 0), pullRunner("p-ab12-3", pending, 0)}
+		}), want: 3},
+		{name: "jobs on a run's later pages count like the first page's", in: queuedIn(0, 0, func(in *PullDecideInput) {
+			in.Repos = pulled(queuedJob(1))
+			in.Repos[0].Runs[0].More = []PulledPage{{Jobs: []PulledJob{queuedJob(2), queuedJob(3)}}}
+		}), want: 3},
 		{name: "expired reservations count nothing", in: queuedIn(0, 0, func(in *PullDecideInput) {
 			in.Reserved = ReservationState{Reservations: []Reservation{{JobID: 1, ExpiresAt: pullNow}}}
 		}), want: 0},

@@ -160,6 +160,9 @@ type PoolState struct {
 	Warm          []WarmRegistration `json:"warm,omitempty"`
 	WarmFailures  int                `json:"warmFailures,omitempty"`
 	WarmNotBefore time.Time          `json:"warmNotBefore,omitzero"`
+	// WarmSpent are the Secrets taken warm registrations left in the warm namespace once their
+	// runners copied them, removed when the pool is quiet (changeWarmApart).
+	WarmSpent []SecretRef `json:"warmSpent,omitempty"`
 	// ListingDemand is what the pool last asked of its scope's listing workflow
 	// (changeSharedListing); nil when it asks nothing.
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`

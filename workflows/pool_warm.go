@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -8,12 +9,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Pool change ids (workflow.GetVersion), continued from pool_handlers.go:
-//   - changeWarmRegistrations (1): a pool with warmRegistrations mints, refreshes and removes
-//     registrations ahead of its runners; before, a spec's warmRegistrations (written by a
-//     newer starter) was ignored. Asked only when the pool has warm work, so histories of pools
-//     without warm registrations carry no marker.
-const changeWarmRegistrations = "warm-registrations"
+// Pool change ids of warm work (workflow.GetVersion); what each changes is in Changes
+// (changes.go). Both are asked only when the pool has warm work, so histories of pools without
+// warm registrations carry no marker.
+const (
+	changeWarmRegistrations = "warm-registrations"
+	changeWarmApart         = "warm-registrations-apart"
+)
 
 // warmWant is how many warm registrations the pool keeps now: the spec's, capped by the max in
 // force (a pool scaled down needs fewer); none while draining or for persistent runners, which
@@ -29,20 +31,25 @@ func (p *pool) warmWant(now time.Time) int {
 // leaves them as they are.
 func (p *pool) tendWarm(now time.Time) {
 	p.warmWake = time.Time{}
-	if p.st.Mode == PoolPaused || (p.st.Spec.WarmRegistrations == 0 && len(p.st.Warm) == 0) {
+	if p.st.Mode == PoolPaused || (p.st.Spec.WarmRegistrations == 0 && len(p.st.Warm) == 0 && len(p.st.WarmSpent) == 0) {
 		return
 	}
 	if workflow.GetVersion(p.ctx, changeWarmRegistrations, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
+	p.warmApart = workflow.GetVersion(p.ctx, changeWarmApart, workflow.DefaultVersion, 1) >= 1
 	notBefore := p.st.WarmNotBefore
 	if p.lean {
 		notBefore = warmNotBefore(p.st.WarmNotBefore, p.st.LastScaleOut)
 	}
+	quiet := p.quiet()
 	plan := PlanWarm(WarmInput{
 		Now: now, Want: p.warmWant(now), Hash: p.st.Spec.RegistrationHash(), Warm: p.st.Warm,
-		InFlight: p.warmBusy, Quiet: p.quiet(), NotBefore: notBefore,
+		InFlight: p.warmBusy, Quiet: quiet, NotBefore: notBefore, Apart: p.warmApart,
 	})
+	if quiet {
+		p.removeSpentWarm()
+	}
 	p.warmWake = plan.WakeAt
 	for _, r := range plan.Retire {
 		p.st.Warm[p.findWarm(r.Name)].Retiring = r.Reason
@@ -87,6 +94,8 @@ func warmNotBefore(failedBackoff, lastScaleOut time.Time) time.Time {
 }
 
 // takeWarm hands the oldest ready warm registration to a starting runner (ephemeral pools only).
+// A registration kept apart from the runner namespace is copied there by its runner; the copy
+// it leaves behind is spent, removed when the pool is next quiet (removeSpentWarm).
 func (p *pool) takeWarm(now time.Time) (WarmRegistration, bool) {
 	if len(p.st.Warm) == 0 || !p.st.Spec.IsEphemeral() {
 		return WarmRegistration{}, false
@@ -95,10 +104,52 @@ func (p *pool) takeWarm(now time.Time) (WarmRegistration, bool) {
 	for i, w := range p.st.Warm {
 		if w.ready(now, hash) {
 			p.st.Warm = slices.Delete(p.st.Warm, i, i+1)
+			if w.apart() {
+				p.st.WarmSpent = append(p.st.WarmSpent, w.secretRef())
+			}
 			return w, true
 		}
 	}
 	return WarmRegistration{}, false
+}
+
+// apart reports whether the registration's Secret is outside the runner namespace.
+func (w WarmRegistration) apart() bool {
+	return w.SecretNamespace != "" && w.SecretNamespace != w.Namespace
+}
+
+// removeSpentWarm deletes the Secrets that taken warm registrations left in the warm namespace,
+// up to WarmSpentBatch of one namespace in one request. It runs only while the pool is quiet:
+// then no runner is between taking its registration and reporting idle, so every one of them
+// has made its own copy (or ended, removing its registration). A failure leaves the names for
+// the next quiet moment.
+func (p *pool) removeSpentWarm() {
+	if len(p.st.WarmSpent) == 0 || p.warmSpentBusy {
+		return
+	}
+	ns := p.st.WarmSpent[0].Namespace
+	var names []string
+	for _, s := range p.st.WarmSpent {
+		if s.Namespace == ns && len(names) < WarmSpentBatch {
+			names = append(names, s.Name)
+		}
+	}
+	in := DeleteWarmSecretsInput{Namespace: ns, Pool: p.st.Spec.Name, Names: names}
+	p.inflight++
+	p.warmSpentBusy = true
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		_, err := deleteWarmSecrets(ctx, in)
+		p.inflight--
+		p.warmSpentBusy = false
+		p.changed = true
+		if err != nil {
+			p.logger.Warn("Removing spent warm Secrets failed", "namespace", ns, "count", len(names), "error", err)
+			return
+		}
+		p.st.WarmSpent = slices.DeleteFunc(p.st.WarmSpent, func(s SecretRef) bool {
+			return s.Namespace == ns && slices.Contains(names, s.Name)
+		})
+	})
 }
 
 // unusedWarm takes back the warm registration of a runner whose workflow never started, to be
@@ -107,10 +158,14 @@ func (p *pool) unusedWarm(in RunnerInput, reason string) {
 	if in.Warm == nil {
 		return
 	}
-	p.st.Warm = append(p.st.Warm, WarmRegistration{
+	w := WarmRegistration{
 		Name: in.Name, Scope: in.Spec.Scope, Namespace: in.Spec.Namespace, RunnerID: in.Warm.RunnerID,
 		SecretName: in.Warm.SecretName, MintedAt: workflow.Now(p.ctx), Retiring: reason,
-	})
+		SecretNamespace: in.Warm.SecretNamespace,
+	}
+	// Its removal deletes the Secret itself; it is no longer spent.
+	p.st.WarmSpent = slices.DeleteFunc(p.st.WarmSpent, func(s SecretRef) bool { return s == w.secretRef() })
+	p.st.Warm = append(p.st.Warm, w)
 	p.changed = true
 }
 
@@ -143,7 +198,7 @@ func (p *pool) mintWarm() {
 	in := RegisterRunnerInput{
 		Pool: spec.Name, Name: name, WorkflowID: RunnerWorkflowID(spec.Name, name), Namespace: spec.Namespace,
 		Scope: spec.Scope(), Labels: slices.Clone(spec.Labels), RunnerGroup: spec.RunnerGroup,
-		Mode: RegistrationJIT, WorkFolder: spec.WorkFolder,
+		Mode: RegistrationJIT, WorkFolder: spec.WorkFolder, Warm: p.warmApart,
 	}
 	p.warmCall(name, func(ctx workflow.Context) error {
 		reg, err := runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, WarmRegistrationPolicy, ActivityRegisterRunner, in)
@@ -158,6 +213,11 @@ func (p *pool) mintWarm() {
 			return fmt.Errorf("mint warm registration %s: %w", name, err)
 		}
 		w.RunnerID, w.SecretName, w.SecretUID, w.MintedAt = reg.RunnerID, reg.SecretName, reg.SecretUID, workflow.Now(ctx)
+		if p.warmApart {
+			// A worker from before warm namespaces answers with none: its Secret is in the
+			// runner namespace, and saying so keeps it from being retired as one minted before.
+			w.SecretNamespace = cmp.Or(reg.SecretNamespace, w.Namespace)
+		}
 		return nil
 	})
 }
@@ -170,7 +230,7 @@ func (p *pool) removeWarm(w WarmRegistration) {
 		if _, err := runActivity[RunnerRef, RemoveRunnerOutput](ctx, WarmRegistrationPolicy, ActivityRemoveRunner, ref); err != nil {
 			return fmt.Errorf("remove warm registration %s from GitHub: %w", w.Name, err)
 		}
-		if _, err := deleteRunnerSecret(ctx, SecretRef{Namespace: w.Namespace, Name: w.Name}); err != nil {
+		if _, err := deleteRunnerSecret(ctx, w.secretRef()); err != nil {
 			return fmt.Errorf("delete secret of warm registration %s: %w", w.Name, err)
 		}
 		if i := p.findWarm(w.Name); i >= 0 {

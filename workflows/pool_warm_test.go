@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,13 +29,21 @@ type warmSim struct {
 	// failMints makes the next n mints fail after GitHub registered the runner; failed lists them.
 	failMints int
 	failed    []string
+	// spentDeletes are the warm namespace's Secrets deleted as spent, one slice per request.
+	spentDeletes [][]string
+	// inRunnerNamespace makes mints answer as workers before warm namespaces did: no
+	// SecretNamespace.
+	inRunnerNamespace bool
 }
+
+// warmTestNamespace is the harness worker's warm namespace.
+const warmTestNamespace = "runnerflow-warm"
 
 func (h *poolHarness) registerRunner(_ context.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if in.Mode != RegistrationJIT || in.WorkflowID != RunnerWorkflowID(in.Pool, in.Name) || len(in.Labels) == 0 {
-		h.t.Errorf("warm mint %+v: want a JIT registration owned by the runner workflow of that name", in)
+	if in.Mode != RegistrationJIT || in.WorkflowID != RunnerWorkflowID(in.Pool, in.Name) || len(in.Labels) == 0 || (!in.Warm && !h.warm.inRunnerNamespace) {
+		h.t.Errorf("warm mint %+v: want a warm JIT registration owned by the runner workflow of that name", in)
 	}
 	h.warm.mints = append(h.warm.mints, in.Name)
 	h.warm.registered[in.Name] = true
@@ -43,7 +52,21 @@ func (h *poolHarness) registerRunner(_ context.Context, in RegisterRunnerInput) 
 		h.warm.failed = append(h.warm.failed, in.Name)
 		return RegisterRunnerOutput{}, temporal.NewNonRetryableApplicationError("create secret: forbidden", ErrForbidden, nil)
 	}
-	return RegisterRunnerOutput{RunnerID: int64(1000 + len(h.warm.mints)), SecretName: in.Name}, nil
+	out := RegisterRunnerOutput{RunnerID: int64(1000 + len(h.warm.mints)), SecretName: in.Name, SecretNamespace: warmTestNamespace}
+	if h.warm.inRunnerNamespace {
+		out.SecretNamespace = ""
+	}
+	return out, nil
+}
+
+func (h *poolHarness) deleteWarmSecrets(_ context.Context, in DeleteWarmSecretsInput) (Nothing, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if in.Namespace != warmTestNamespace || in.Pool == "" {
+		h.t.Errorf("spent warm Secrets removed in %q of pool %q, want %q", in.Namespace, in.Pool, warmTestNamespace)
+	}
+	h.warm.spentDeletes = append(h.warm.spentDeletes, slices.Clone(in.Names))
+	return Nothing{}, nil
 }
 
 func (h *poolHarness) removeRunner(_ context.Context, ref RunnerRef) (RemoveRunnerOutput, error) {
@@ -171,7 +194,62 @@ var warmScenario = poolScenario{
 		if slices.Sort(names); len(slices.Compact(names)) != 13 {
 			t.Errorf("runner names reused: %v", names)
 		}
+		// The 3 taken registrations' Secrets in the warm namespace go in one request once the
+		// burst's runners run; the others are removed one by one with their registrations.
+		taken := slices.Sorted(slices.Values(h.warm.mints[:3]))
+		if len(h.warm.spentDeletes) != 1 || !slices.Equal(slices.Sorted(slices.Values(h.warm.spentDeletes[0])), taken) {
+			t.Errorf("spent warm Secrets removed as %v, want %v in one request", h.warm.spentDeletes, taken)
+		}
+		for _, in := range h.inputs {
+			if in.Warm != nil && in.Warm.SecretNamespace != warmTestNamespace {
+				t.Errorf("runner %s started with its warm Secret in %q, want %q", in.Name, in.Warm.SecretNamespace, warmTestNamespace)
+			}
+		}
 	},
+}
+
+// Registrations a pool minted before it kept them apart (changeWarmApart at its default
+// version: their Secrets in the runner namespace) are retired and minted again apart once the
+// pool's next run asks for the warm namespace. Nothing taken from the runner namespace is left
+// to remove in bulk.
+func TestPoolWarmRegistrationsInTheRunnerNamespaceAreReplaced(t *testing.T) {
+	h := newPoolHarness(t, 1)
+	h.onSegment = func() {
+		if h.segments == 1 {
+			h.warm.inRunnerNamespace = true
+			h.env.OnGetVersion(changeWarmApart, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			return
+		}
+		h.warm.inRunnerNamespace = false
+	}
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.WarmRegistrations = 0, ptr(10), 2
+	h.checkWarm(10*time.Minute, "2 warm registrations, all kept apart", func(st PoolStatus, c warmCounts) bool {
+		apart := !slices.ContainsFunc(st.Warm, func(w WarmRegistration) bool { return w.SecretNamespace != warmTestNamespace })
+		return st.WarmReady == 2 && len(st.Warm) == 2 && apart && c.registered == 2
+	})
+	h.run(spec, 11*time.Minute)
+	if h.segments < 2 {
+		t.Fatal("the pool never continued as new")
+	}
+	c := h.warmCounts()
+	if c.mints != 4 || c.removals != 2 || c.secretDeletes != 2 || len(h.warm.spentDeletes) != 0 {
+		t.Errorf("%+v, spent %v: want the 2 minted in the runner namespace removed (and their Secrets) and 2 minted apart", c, h.warm.spentDeletes)
+	}
+}
+
+// A worker from before warm namespaces (no SecretNamespace in its answer) keeps a pool that
+// asks for them from minting in a loop: what it minted counts as kept in the runner namespace.
+func TestPoolWarmMintedByAnOldWorkerIsKept(t *testing.T) {
+	h := newPoolHarness(t, 0)
+	h.warm.inRunnerNamespace = true
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas, spec.WarmRegistrations = 0, ptr(10), 2
+	h.checkWarm(10*time.Minute, "2 warm registrations kept in the runner namespace", func(st PoolStatus, c warmCounts) bool {
+		in := !slices.ContainsFunc(st.Warm, func(w WarmRegistration) bool { return w.SecretNamespace != w.Namespace })
+		return st.WarmReady == 2 && in && c.mints == 2 && c.removals == 0
+	})
+	h.run(spec, 11*time.Minute)
 }
 
 // A mint that fails (after GitHub registered the runner) is cleaned up by name, after a pause,
@@ -267,6 +345,8 @@ func TestPlanWarm(t *testing.T) {
 	retiring.Retiring = WarmSurplus
 	outdated := minted("o", time.Hour)
 	outdated.RegistrationHash = "old"
+	apart := minted("w", time.Hour)
+	apart.SecretNamespace = "warm"
 	tests := []struct {
 		name    string
 		in      WarmInput
@@ -289,6 +369,9 @@ func TestPlanWarm(t *testing.T) {
 		{name: "outdated retired and replaced", in: WarmInput{Want: 1, Warm: []WarmRegistration{outdated}}, mint: 1, retire: []string{"o"}, remove: []string{"o"}},
 		{name: "retiring removed unless in flight", in: WarmInput{Want: 0, Warm: []WarmRegistration{retiring, minted("x", time.Hour)}, InFlight: []string{"r"}},
 			retire: []string{"x"}, remove: []string{"x"}, wakeSet: true},
+		{name: "apart: those in the runner namespace retired and replaced", in: WarmInput{Want: 2, Apart: true, Warm: []WarmRegistration{minted("a", time.Hour), apart}},
+			mint: 1, retire: []string{"a"}, remove: []string{"a"}, wakeSet: true},
+		{name: "not yet apart: those in the runner namespace kept", in: WarmInput{Want: 2, Warm: []WarmRegistration{minted("a", time.Hour), apart}}, wakeSet: true},
 		{name: "draining removes all, a batch at a time", in: WarmInput{Want: 0, Warm: []WarmRegistration{minted("a", 1), minted("b", 2), minted("c", 3)}},
 			retire: []string{"c", "b", "a"}, remove: []string{"a", "b"}, wakeSet: true},
 	}

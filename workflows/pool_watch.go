@@ -128,12 +128,19 @@ func endedState(status string) RunnerState {
 	return RunnerFailed
 }
 
+// changeRunnerCheckAtRest gates the at-rest pace of checkRunnerWorkflows: PoolRunnerCheckInterval
+// instead of the listing's PoolListingInterval. Asked only at rest, where the two differ.
+const changeRunnerCheckAtRest = "runner-check-at-rest"
+
 // runnerCheckInterval: the listing's short interval while runners register (a runner that ends
 // then is replaced soon), PoolRunnerCheckInterval at rest (a runner terminated by hand is the
 // rare case the check is for, and each check is an activity and a timer).
 func (p *pool) runnerCheckInterval() time.Duration {
 	if p.registering() {
 		return PoolListingIntervalStarting
+	}
+	if workflow.GetVersion(p.ctx, changeRunnerCheckAtRest, workflow.DefaultVersion, 1) < 1 {
+		return PoolListingInterval
 	}
 	return PoolRunnerCheckInterval
 }

@@ -61,13 +61,21 @@ func DecidePull(in PullDecideInput) PullDecision {
 		return decideBusy(in, c)
 	}
 	want := max(in.Bounds.Min+c.busy+c.waiting, c.busy+in.Bounds.MinIdle)
-	return PullDecision{Want: want, Why: fmt.Sprintf("pull: want %d = max(min %d + busy %d + waiting %d, busy %d + minIdle %d) (GitHub queued %d, reservations %d)",
-		want, in.Bounds.Min, c.busy, c.waiting, c.busy, in.Bounds.MinIdle, c.pulledQueued, c.reserved)}
+	why := fmt.Sprintf("pull: want %d = max(min %d + busy %d + waiting %d, busy %d + minIdle %d) (GitHub queued %d, reservations %d)",
+		want, in.Bounds.Min, c.busy, c.waiting, c.busy, in.Bounds.MinIdle, c.pulledQueued, c.reserved)
+	if staying := c.online + c.starting; c.unread > 0 && staying > want {
+		// Jobs on a page not read may wait for these runners: hold them, never drain on it.
+		want = staying
+		why += fmt.Sprintf("; held at the %d runners: %d run(s) have jobs on pages not read", staying, c.unread)
+	}
+	return PullDecision{Want: want, Why: why}
 }
 
 // pullCounts are the counts DecidePull reads from the runners, the book and the answers.
 type pullCounts struct {
 	busy, waiting, pulledQueued, reserved int
+	// unread counts the runs with pages the answers do not hold (PulledRun.Unread).
+	unread int
 	// online and starting count the runners that stay (not leaving): online ones (idle or
 	// busy) and those not online yet; busyOnline the busy among the online.
 	online, starting, busyOnline int
@@ -80,7 +88,10 @@ func countPull(in PullDecideInput) pullCounts {
 	var queued []int64
 	for _, repo := range in.Repos {
 		for _, run := range repo.Runs {
-			for _, j := range run.Jobs {
+			if run.Unread {
+				c.unread++
+			}
+			for _, j := range run.AllJobs() {
 				switch {
 				case j.Status == JobQueued:
 					queued = append(queued, j.ID)

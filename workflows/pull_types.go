@@ -88,6 +88,18 @@ type PullState struct {
 	// GitHub answered 304 Not Modified (which cost no budget).
 	Calls       int64 `json:"calls,omitempty"`
 	NotModified int64 `json:"notModified,omitempty"`
+	// Shared: the pool reads its repositories through their shared pull workflows
+	// (RepoPullWorkflow, change shared-pull); Demanded is what it asked of each.
+	Shared   bool           `json:"shared,omitempty"`
+	Demanded []PullDemanded `json:"demanded,omitempty"`
+}
+
+// PullDemanded is what a pool last asked of one repository's pull workflow, and when.
+type PullDemanded struct {
+	Repository string        `json:"repository"`
+	Interval   time.Duration `json:"interval"`
+	Labels     string        `json:"labels"`
+	At         time.Time     `json:"at"`
 }
 
 // PulledRepo is one repository's last answers: its runs listings (queued, in progress) and
@@ -96,6 +108,11 @@ type PulledRepo struct {
 	Repository string          `json:"repository"`
 	Listings   []PulledListing `json:"listings,omitempty"`
 	Runs       []PulledRun     `json:"runs,omitempty"`
+	// At, Heard and Stale are a shared read's (pool state only): when GitHub was read, when
+	// the pool was told, and why the answer must not be counted on (PullAnswerMaxAge).
+	At    time.Time `json:"at,omitzero"`
+	Heard time.Time `json:"heard,omitzero"`
+	Stale string    `json:"stale,omitempty"`
 }
 
 // PulledListing is one runs listing of a repository by status, with its ETag.
@@ -108,12 +125,35 @@ type PulledListing struct {
 // PulledRun is one run's jobs listing, with its ETag; Jobs keeps only the queued and
 // in-progress jobs the pool's runners fit. In an activity's result NotModified says GitHub
 // answered 304: the jobs are the pool's from the last answer (not sent either way, to keep
-// the pool's history small).
+// the pool's history small). ETag, Jobs and NotModified are the first page's.
 type PulledRun struct {
 	RunID       int64       `json:"runId"`
 	ETag        string      `json:"etag,omitempty"`
 	Jobs        []PulledJob `json:"jobs,omitempty"`
 	NotModified bool        `json:"notModified,omitempty"`
+	// More are the pages after the first of a run of more than one page of jobs (a matrix),
+	// at most PullJobPagesPerRun in all, each with its own ETag.
+	More []PulledPage `json:"more,omitempty"`
+	// Unread: the run has jobs on pages this answer does not hold (past PullJobPagesPerRun,
+	// or the read's listings ran out before them), so what it lists is not all the run needs:
+	// the pool scales down on no answer with an unread page (DecidePull).
+	Unread bool `json:"unread,omitempty"`
+}
+
+// PulledPage is one page after the first of a run's jobs, as PulledRun holds its first.
+type PulledPage struct {
+	ETag        string      `json:"etag,omitempty"`
+	Jobs        []PulledJob `json:"jobs,omitempty"`
+	NotModified bool        `json:"notModified,omitempty"`
+}
+
+// AllJobs are the run's jobs on every page read.
+func (r PulledRun) AllJobs() []PulledJob {
+	out := slices.Clone(r.Jobs)
+	for _, p := range r.More {
+		out = append(out, p.Jobs...)
+	}
+	return out
 }
 
 // PulledJob is a queued or in-progress job; RunnerName is the runner running it.
@@ -121,6 +161,9 @@ type PulledJob struct {
 	ID         int64  `json:"id"`
 	Status     string `json:"status"`
 	RunnerName string `json:"runnerName,omitempty"`
+	// Labels are the job's runs-on, kept only in a shared read's answer (PullJobsInput.AllLabels),
+	// where each pool takes the jobs its labels fit.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // ActivityPullJobs reads the queued and in-progress jobs of a pool's repositories at GitHub.
@@ -135,6 +178,9 @@ type PullJobsInput struct {
 	Labels []string     `json:"labels"`
 	Repos  []string     `json:"repos"`
 	Last   []PulledRepo `json:"last,omitempty"`
+	// AllLabels keeps every queued and in-progress job with its labels (a shared read,
+	// RepoPullWorkflow), not only those Labels fit.
+	AllLabels bool `json:"allLabels,omitempty"`
 }
 
 // PullJobsResult is the new answers, one per repository of the input, and what they cost.
@@ -149,15 +195,23 @@ type PullJobsResult struct {
 
 // PullStatus is the pull's part of PoolStatus.
 type PullStatus struct {
-	Metric      string    `json:"metric"`
-	At          time.Time `json:"at,omitzero"`
-	NextAt      time.Time `json:"nextAt,omitzero"`
-	Error       string    `json:"error,omitempty"`
-	Queued      int       `json:"queued"`
-	InProgress  int       `json:"inProgress"`
-	Target      int       `json:"target,omitempty"`
-	Calls       int64     `json:"calls"`
-	NotModified int64     `json:"notModified"`
+	Metric     string    `json:"metric"`
+	At         time.Time `json:"at,omitzero"`
+	NextAt     time.Time `json:"nextAt,omitzero"`
+	Error      string    `json:"error,omitempty"`
+	Queued     int       `json:"queued"`
+	InProgress int       `json:"inProgress"`
+	Target     int       `json:"target,omitempty"`
+	// Shared: the repositories are read by their shared pull workflows; Stale lists those
+	// whose answer is too old to count on, with why (the pool counts their jobs from its
+	// reservations alone).
+	Shared bool     `json:"shared,omitempty"`
+	Stale  []string `json:"stale,omitempty"`
+	// UnreadRuns counts the runs with jobs on pages the last answers do not hold: the pool
+	// does not scale down meanwhile.
+	UnreadRuns  int   `json:"unreadRuns,omitempty"`
+	Calls       int64 `json:"calls"`
+	NotModified int64 `json:"notModified"`
 }
 
 // LabelsFit reports whether runners with poolLabels can run a job whose runs-on is jobLabels:

@@ -82,7 +82,7 @@ func (r *reconcile) observe() ([]ReconcileObject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
-	objects := r.list(ReconcileScopes(pools.Pools))
+	objects := r.list(ReconcileScopes(pools.Pools), ReconcileClusters(pools.Pools))
 	if pools, err = runActivity[ListPoolOwnershipInput, ListPoolOwnershipResult](r.ctx, ReconcileReadPolicy, ActivityListPoolOwnership, ListPoolOwnershipInput{}); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
@@ -122,7 +122,7 @@ func (r *reconcile) orphans(objects []ReconcileObject, pools []PoolOwnership) ([
 
 // list runs the GitHub listings (one paginated call per scope) and the Kubernetes listing side
 // by side. A listing that fails is reported; what it would have listed is left for the next run.
-func (r *reconcile) list(scopes []Scope) []ReconcileObject {
+func (r *reconcile) list(scopes []Scope, clusters []string) []ReconcileObject {
 	listings := make([]workflow.Future, len(scopes))
 	for i, s := range scopes {
 		r.report.Scopes = append(r.report.Scopes, s.String())
@@ -131,6 +131,11 @@ func (r *reconcile) list(scopes []Scope) []ReconcileObject {
 	}
 	kube := workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, ReconcileReadPolicy),
 		ActivityListRunnerObjects, ListRunnerObjectsInput{Namespace: r.in.Namespace})
+	named := r.listNamedClusters(clusters)
+	var warm workflow.Future
+	if in, ok := r.warmListing(); ok {
+		warm = workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, ReconcileReadPolicy), ActivityListRunnerObjects, in)
+	}
 	var listed []ScopeRunners
 	for i, f := range listings {
 		var res ListRunnersResult
@@ -141,9 +146,16 @@ func (r *reconcile) list(scopes []Scope) []ReconcileObject {
 		listed = append(listed, ScopeRunners{Scope: scopes[i], Runners: res.Runners})
 		r.listed = append(r.listed, scopes[i])
 	}
-	var objects ListRunnerObjectsResult
+	var objects, warmObjects ListRunnerObjectsResult
 	if err := kube.Get(r.ctx, &objects); err != nil {
 		r.report.Errors = append(r.report.Errors, fmt.Sprintf("list pods and Secrets: %v", err))
+	}
+	objects.Objects = append(objects.Objects, r.namedObjects(named)...)
+	if warm != nil {
+		if err := warm.Get(r.ctx, &warmObjects); err != nil {
+			r.report.Errors = append(r.report.Errors, fmt.Sprintf("list warm Secrets in %s: %v", r.in.WarmNamespace, err))
+		}
+		objects.Objects = append(objects.Objects, warmObjects.Objects...)
 	}
 	all := InventoryObjects(listed, objects.Objects)
 	for _, o := range all {
@@ -159,6 +171,61 @@ func (r *reconcile) list(scopes []Scope) []ReconcileObject {
 	return all
 }
 
+// changeReconcileNamedClusters gates listing pods and Secrets in the named clusters the pools
+// name (ReconcileClusters), besides the default cluster. Asked only when a pool names one, so
+// a run without named clusters carries no marker.
+const changeReconcileNamedClusters = "reconcile-named-clusters"
+
+// clusterListing is one named cluster's pending pod and Secret listing.
+type clusterListing struct {
+	cluster string
+	future  workflow.Future
+}
+
+// listNamedClusters starts a listing of each named cluster, on that cluster's task queue.
+func (r *reconcile) listNamedClusters(clusters []string) []clusterListing {
+	if len(clusters) == 0 || workflow.GetVersion(r.ctx, changeReconcileNamedClusters, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	out := make([]clusterListing, len(clusters))
+	for i, c := range clusters {
+		out[i] = clusterListing{cluster: c, future: workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx,
+			ForCluster(ReconcileReadPolicy, c)), ActivityListRunnerObjects, ListRunnerObjectsInput{Namespace: r.in.Namespace})}
+	}
+	return out
+}
+
+// namedObjects collects the named clusters' listings, each object marked with its cluster. A
+// cluster that does not answer is reported; its objects wait for a later run.
+func (r *reconcile) namedObjects(listings []clusterListing) []RunnerObject {
+	var out []RunnerObject
+	for _, l := range listings {
+		var res ListRunnerObjectsResult
+		if err := l.future.Get(r.ctx, &res); err != nil {
+			r.report.Errors = append(r.report.Errors, fmt.Sprintf("list pods and Secrets of cluster %s: %v", l.cluster, err))
+			continue
+		}
+		for _, o := range res.Objects {
+			o.Cluster = l.cluster
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// warmListing is the listing of the warm namespace's Secrets, when the run has one apart from
+// the namespace it lists (a run over all namespaces lists the warm one anyway). Warm
+// registrations' Secrets wait there, labelled as any runner's, so an orphaned one is judged
+// and removed like any other Secret.
+func (r *reconcile) warmListing() (ListRunnerObjectsInput, bool) {
+	ns := r.in.WarmNamespace
+	if ns == "" || r.in.Namespace == "" || ns == r.in.Namespace ||
+		workflow.GetVersion(r.ctx, changeWarmNamespace, workflow.DefaultVersion, 1) < 1 {
+		return ListRunnerObjectsInput{}, false
+	}
+	return ListRunnerObjectsInput{Namespace: ns, Kinds: []OrphanKind{KindSecret}}, true
+}
+
 // remove carries out the plan: registrations (a busy one keeps its runner's pod and Secret),
 // then Secrets, then the pods no removed Secret takes with it.
 func (r *reconcile) remove(plan RemovalPlan) {
@@ -166,8 +233,8 @@ func (r *reconcile) remove(plan RemovalPlan) {
 	plan, skipped := plan.WithoutRunners(busy)
 	r.report.Skipped = append(r.report.Skipped, skipped...)
 	secrets := inBatches(r.ctx, plan.Secrets, func(ctx workflow.Context, o ReconcileObject) workflow.Future {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ReconcileDeletePolicy),
-			ActivityDeleteRunnerSecret, SecretRef{Namespace: o.Namespace, Name: o.Name})
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ForCluster(ReconcileDeletePolicy, o.Cluster)),
+			ActivityDeleteRunnerSecret, SecretRef{Cluster: o.Cluster, Namespace: o.Namespace, Name: o.Name})
 	}, r.discard)
 	var gone []ReconcileObject
 	for i, err := range secrets {
@@ -176,7 +243,9 @@ func (r *reconcile) remove(plan RemovalPlan) {
 		}
 	}
 	for _, pod := range plan.WithSecret {
-		owned := func(s ReconcileObject) bool { return s.Namespace == pod.Namespace && s.Name == pod.OwnerSecret }
+		owned := func(s ReconcileObject) bool {
+			return s.Cluster == pod.Cluster && s.Namespace == pod.Namespace && s.Name == pod.OwnerSecret
+		}
 		if slices.ContainsFunc(gone, owned) {
 			r.record(pod, nil, RemovedWithOwner)
 		} else {
@@ -184,8 +253,8 @@ func (r *reconcile) remove(plan RemovalPlan) {
 		}
 	}
 	pods := inBatches(r.ctx, plan.Pods, func(ctx workflow.Context, o ReconcileObject) workflow.Future {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ReconcileDeletePolicy),
-			ActivityDeleteRunnerPod, PodRef{Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ForCluster(ReconcileDeletePolicy, o.Cluster)),
+			ActivityDeleteRunnerPod, PodRef{Cluster: o.Cluster, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
 	}, r.discard)
 	for i, err := range pods {
 		r.record(plan.Pods[i], err, "")

@@ -62,6 +62,20 @@ func ReconcileScopes(pools []PoolOwnership) []Scope {
 	return out
 }
 
+// ReconcileClusters are the named clusters the pools name, distinct and sorted: reconcile lists
+// pods and Secrets in each besides the default cluster. A cluster a closed pool used is not
+// known; a runner there that ended removes its own objects when the cluster answers
+// (ClusterReturnPolicy).
+func ReconcileClusters(pools []PoolOwnership) []string {
+	var out []string
+	for _, p := range pools {
+		out = append(out, p.Clusters...)
+	}
+	out = slices.DeleteFunc(out, func(c string) bool { return c == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ScopeRunners is one scope's listing.
 type ScopeRunners struct {
 	Scope   Scope
@@ -95,7 +109,7 @@ func InventoryObjects(scopes []ScopeRunners, objects []RunnerObject) []Reconcile
 			id = RunnerWorkflowID(o.Pool, o.Runner)
 		}
 		out = append(out, ReconcileObject{
-			Kind: o.Kind, Pool: o.Pool, Runner: o.Runner, WorkflowID: id,
+			Kind: o.Kind, Pool: o.Pool, Runner: o.Runner, WorkflowID: id, Cluster: o.Cluster,
 			Namespace: o.Namespace, Name: o.Name, UID: o.UID, CreatedAt: o.CreatedAt, OwnerSecret: o.OwnerSecret,
 		})
 	}
@@ -206,7 +220,7 @@ func PlanRemoval(orphans []ReconcileObject) RemovalPlan {
 			continue
 		}
 		if o.OwnerSecret != "" && slices.ContainsFunc(p.Secrets, func(s ReconcileObject) bool {
-			return s.Namespace == o.Namespace && s.Name == o.OwnerSecret
+			return s.Cluster == o.Cluster && s.Namespace == o.Namespace && s.Name == o.OwnerSecret
 		}) {
 			p.WithSecret = append(p.WithSecret, o)
 		} else {

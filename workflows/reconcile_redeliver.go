@@ -4,10 +4,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Reconcile change ids (workflow.GetVersion), one line each:
+// Reconcile change ids (workflow.GetVersion); what each changes is in Changes (changes.go).
 const (
-	// changeRedeliver: a run with a hook redelivers its failed deliveries before looking for orphans.
-	changeRedeliver = "reconcile-redeliver"
+	changeRedeliver     = "reconcile-redeliver"
+	changeHarmlessProbe = "reconcile-harmless-probe"
+	changeWarmNamespace = "reconcile-warm-namespace"
 )
 
 // MetricReconcileRedelivered counts the webhook deliveries reconcile redelivered (GitHub accepted
@@ -51,12 +52,24 @@ func (r *reconcile) redeliver(prev []RememberedDelivery) *DeliveryReport {
 		return rep
 	}
 	rep.Listed, rep.Pages, rep.Truncated, rep.Failed = listed.Listed, listed.Pages, listed.Truncated, len(listed.Failed)
-	plan := PlanRedeliveries(RedeliveryPlanInput{Summary: listed.DeliverySummary, Remembered: rep.Remembered})
+	spend := workflow.GetVersion(r.ctx, changeHarmlessProbe, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	plan := PlanRedeliveries(RedeliveryPlanInput{Summary: listed.DeliverySummary, Remembered: rep.Remembered,
+		CanPing: r.in.Hook.CanPing(), SpendEvent: spend})
 	rep.AlreadyRedelivered, rep.Deferred, rep.Probe = plan.AlreadyRedelivered, plan.Deferred, plan.Probe
+	if !spend {
+		rep.ProbeBy = plan.ProbeBy
+	}
 	for _, f := range plan.Redeliver {
 		rep.Redeliveries = append(rep.Redeliveries, Redelivery{FailedEvent: f})
 	}
-	if r.in.DryRun || len(plan.Redeliver) == 0 {
+	if plan.ProbeDelivery != nil {
+		rep.ProbeGUID = plan.ProbeDelivery.GUID
+	}
+	if r.in.DryRun {
+		return rep
+	}
+	r.probe(plan, rep)
+	if len(plan.Redeliver) == 0 {
 		return rep
 	}
 	errs := inBatches(r.ctx, plan.Redeliver, func(ctx workflow.Context, f FailedEvent) workflow.Future {
@@ -80,4 +93,25 @@ func (r *reconcile) redeliver(prev []RememberedDelivery) *DeliveryReport {
 	r.logger.Info("Redelivered failed webhook deliveries", "hook", rep.Hook, "failed", rep.Failed,
 		"redelivered", rep.Redelivered, "alreadyRedelivered", rep.AlreadyRedelivered, "deferred", rep.Deferred)
 	return rep
+}
+
+// probe sends the plan's harmless probe of a hook whose newest delivery failed: GitHub's ping,
+// or the redelivery of a delivery that succeeded. Its attempt is the hook's newest when the
+// next run lists, which redelivers the failed events if it succeeded.
+func (r *reconcile) probe(plan RedeliveryPlan, rep *DeliveryReport) {
+	ctx := workflow.WithActivityOptions(r.ctx, ReconcileProbePolicy)
+	var err error
+	switch plan.ProbeBy {
+	case ProbePing:
+		err = workflow.ExecuteActivity(ctx, ActivityPingHook, PingHookInput{Hook: r.in.Hook}).Get(ctx, nil)
+	case ProbeSucceededDelivery:
+		err = workflow.ExecuteActivity(ctx, ActivityRedeliverHookDelivery, RedeliverHookDeliveryInput{
+			Hook: r.in.Hook, DeliveryID: plan.ProbeDelivery.ID, GUID: plan.ProbeDelivery.GUID}).Get(ctx, nil)
+	default:
+		return
+	}
+	if err != nil {
+		rep.ProbeError = err.Error()
+	}
+	r.logger.Info("Probed a hook whose newest delivery failed", "hook", rep.Hook, "probe", plan.ProbeBy, "error", rep.ProbeError)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ func redeliverEnv(t *testing.T, listed ListHookDeliveriesResult) *testsuite.Test
 	env.RegisterActivityWithOptions(func(context.Context, RedeliverHookDeliveryInput) (RedeliverHookDeliveryResult, error) {
 		return RedeliverHookDeliveryResult{}, nil
 	}, activity.RegisterOptions{Name: ActivityRedeliverHookDelivery})
+	env.RegisterActivityWithOptions(func(context.Context, PingHookInput) (PingHookResult, error) {
+		return PingHookResult{}, nil
+	}, activity.RegisterOptions{Name: ActivityPingHook})
 	return env
 }
 
@@ -119,5 +123,76 @@ func TestReconcileRedeliveryListingFails(t *testing.T) {
 	r := runReconcile(t, env, ReconcileInput{Hook: testHook})
 	if r.Deliveries.Error == "" || r.Phase != ReconcileDone {
 		t.Errorf("report %+v; want the listing's error and the run done", r)
+	}
+}
+
+// downListing: the intake is down. Its newest attempt (a job's queued event, or the last
+// run's probe) failed, and the queued events of the jobs so far failed with it.
+func downListing(now time.Time, jobs int) ListHookDeliveriesResult {
+	var failed []FailedEvent
+	for i := range jobs {
+		failed = append(failed, FailedEvent{GUID: fmt.Sprint("job-", i), Event: EventWorkflowJob, Action: JobQueued,
+			DeliveryID: int64(i + 1), FailedAt: now.Add(time.Duration(i-jobs) * time.Minute)})
+	}
+	return ListHookDeliveriesResult{Pages: 1, DeliverySummary: DeliverySummary{
+		Listed: 2 * jobs, Newest: &HookAttempt{ID: 100, Event: "ping", At: now.Add(-time.Minute)}, Failed: failed}}
+}
+
+// The intake is down for 30 minutes, one job queued every 5 (the reconcile interval): each run
+// meets a hook whose newest delivery failed and pings it; none redelivers a failed event, so
+// none is spent while the intake cannot take it. Then the hook answers (the ping succeeded):
+// the next run redelivers every one of them, once.
+func TestReconcileIntakeOutageSpendsNoEvent(t *testing.T) {
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var prev ReconcileReport
+	for run := 1; run <= 6; run++ {
+		now := start.Add(time.Duration(run) * DefaultReconcileInterval)
+		env := redeliverEnv(t, downListing(now, run))
+		env.SetStartTime(now)
+		env.SetLastCompletionResult(prev)
+		env.OnActivity(ActivityRedeliverHookDelivery, mock.Anything, mock.Anything).Return(RedeliverHookDeliveryResult{}, nil).Never()
+		env.OnActivity(ActivityPingHook, mock.Anything, PingHookInput{Hook: testHook}).Return(PingHookResult{}, nil).Once()
+		prev = runReconcile(t, env, ReconcileInput{Hook: testHook})
+		if d := prev.Deliveries; !d.Probe || d.ProbeBy != ProbePing || d.Redelivered != 0 || d.Deferred != run || len(d.Remembered) != 0 {
+			t.Fatalf("run %d while the intake is down: %+v; want a ping, %d events deferred, none spent", run, d, run)
+		}
+	}
+	now := start.Add(7 * DefaultReconcileInterval)
+	back := downListing(now, 6)
+	back.Newest = &HookAttempt{ID: 101, Event: "ping", StatusCode: 200, At: now.Add(-time.Minute)}
+	env := redeliverEnv(t, back)
+	env.SetStartTime(now)
+	env.SetLastCompletionResult(prev)
+	for i := range 6 {
+		env.OnActivity(ActivityRedeliverHookDelivery, mock.Anything, RedeliverHookDeliveryInput{Hook: testHook, DeliveryID: int64(i + 1), GUID: fmt.Sprint("job-", i)}).
+			Return(RedeliverHookDeliveryResult{}, nil).Once()
+	}
+	env.OnActivity(ActivityPingHook, mock.Anything, mock.Anything).Return(PingHookResult{}, nil).Never()
+	if d := runReconcile(t, env, ReconcileInput{Hook: testHook}).Deliveries; d.Probe || d.Redelivered != 6 || len(d.Remembered) != 6 {
+		t.Errorf("the run after the intake answered again: %+v; want all 6 events redelivered", d)
+	}
+}
+
+// The App's webhook has no ping: a run probes it with the redelivery of a delivery that
+// succeeded (whose repeat reserves nothing), and with nothing such in the window it waits.
+func TestReconcileProbesAnAppHookWithASucceededDelivery(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	app := HookRef{App: true}
+	listed := downListing(now, 2)
+	listed.ProbeCandidate = &HookAttempt{ID: 40, GUID: "served", Event: EventWorkflowJob, Action: JobQueued, StatusCode: 202, At: now.Add(-30 * time.Minute)}
+	env := redeliverEnv(t, listed)
+	env.SetStartTime(now)
+	env.OnActivity(ActivityRedeliverHookDelivery, mock.Anything, RedeliverHookDeliveryInput{Hook: app, DeliveryID: 40, GUID: "served"}).
+		Return(RedeliverHookDeliveryResult{}, nil).Once()
+	d := runReconcile(t, env, ReconcileInput{Hook: app}).Deliveries
+	if !d.Probe || d.ProbeBy != ProbeSucceededDelivery || d.ProbeGUID != "served" || d.Redelivered != 0 || d.Deferred != 2 || len(d.Remembered) != 0 {
+		t.Errorf("report %+v; want the succeeded delivery redelivered as the probe, both failed events deferred", d)
+	}
+
+	env = redeliverEnv(t, downListing(now, 2))
+	env.SetStartTime(now)
+	env.OnActivity(ActivityRedeliverHookDelivery, mock.Anything, mock.Anything).Return(RedeliverHookDeliveryResult{}, nil).Never()
+	if d := runReconcile(t, env, ReconcileInput{Hook: app}).Deliveries; d.ProbeBy != ProbeNone || d.Deferred != 2 {
+		t.Errorf("report %+v; want no probe and both events waiting", d)
 	}
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,6 +29,10 @@ type ReconcileInput struct {
 	// Namespace limits the Kubernetes side to one namespace (the worker's --watch-namespace);
 	// empty means all namespaces.
 	Namespace string `json:"namespace,omitempty"`
+	// WarmNamespace is where the worker keeps warm registrations' Secrets (its
+	// --warm-namespace). When Namespace names another one, its runnerflow Secrets are listed
+	// too, so a warm registration whose pool is gone is removed there; empty lists none.
+	WarmNamespace string `json:"warmNamespace,omitempty"`
 	// Grace: an object must be seen orphaned twice, this far apart, before it is removed (and a
 	// pod or Secret must be at least this old); zero means ReconcileGrace.
 	Grace time.Duration `json:"grace,omitempty"`
@@ -59,6 +64,8 @@ type ReconcileObject struct {
 	Scope    *Scope `json:"scope,omitempty"`
 	RunnerID int64  `json:"runnerId,omitempty"`
 	Busy     bool   `json:"busy,omitempty"`
+	// Cluster is the named cluster a pod or Secret is in; empty is the default cluster.
+	Cluster string `json:"cluster,omitempty"`
 	// Namespace, Name and UID address a pod or Secret; CreatedAt is its creation time.
 	Namespace string    `json:"namespace,omitempty"`
 	Name      string    `json:"name,omitempty"`
@@ -75,15 +82,21 @@ func (o ReconcileObject) key() string {
 	if o.Kind == KindRegistration && o.Scope != nil {
 		return string(o.Kind) + "/" + o.Scope.String() + "/" + o.Runner
 	}
+	if o.Cluster != "" {
+		return string(o.Kind) + "/" + o.Cluster + ":" + o.Namespace + "/" + o.Name
+	}
 	return string(o.Kind) + "/" + o.Namespace + "/" + o.Name
 }
 
 // RunnerObject is one pod or Secret with runnerflow's labels, as ListRunnerObjects reports it.
 type RunnerObject struct {
-	Kind      OrphanKind `json:"kind"`
-	Namespace string     `json:"namespace"`
-	Name      string     `json:"name"`
-	UID       string     `json:"uid"`
+	Kind OrphanKind `json:"kind"`
+	// Cluster is the named cluster it was listed in (set by the reconcile workflow); empty is
+	// the default cluster.
+	Cluster   string `json:"cluster,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
 	// Pool and Runner are its runnerflow.dev/pool and runnerflow.dev/runner labels, WorkflowID
 	// its runnerflow.dev/workflow-id annotation.
 	Pool       string    `json:"pool,omitempty"`
@@ -99,6 +112,14 @@ type RunnerObject struct {
 // ListRunnerObjectsInput names the namespace to list; empty lists all.
 type ListRunnerObjectsInput struct {
 	Namespace string `json:"namespace,omitempty"`
+	// Kinds limits the listing to these kinds (KindPod, KindSecret); empty lists both. The warm
+	// namespace holds Secrets only, and the worker may not list pods there.
+	Kinds []OrphanKind `json:"kinds,omitempty"`
+}
+
+// Lists reports whether the listing covers kind.
+func (in ListRunnerObjectsInput) Lists(kind OrphanKind) bool {
+	return len(in.Kinds) == 0 || slices.Contains(in.Kinds, kind)
 }
 
 // ListRunnerObjectsResult holds the pods and Secrets, sorted by kind, namespace and name.
@@ -116,6 +137,9 @@ type PoolOwnership struct {
 	Running bool `json:"running"`
 	// Scope is where its runners register (zero when a closed pool's is not known).
 	Scope Scope `json:"scope"`
+	// Clusters are the named clusters a running pool places runners on, and those its runners
+	// are on, sorted: reconcile lists pods and Secrets there too.
+	Clusters []string `json:"clusters,omitempty"`
 	// Owned lists the runner names a running pool owns, sorted: its runners (including those
 	// whose workflow has not started yet) and its warm registrations.
 	Owned []string `json:"owned,omitempty"`

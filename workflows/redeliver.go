@@ -23,6 +23,9 @@ const (
 	ActivityListHookDeliveries = "ListHookDeliveries"
 	// ActivityRedeliverHookDelivery asks GitHub for one more attempt of a delivery (one POST).
 	ActivityRedeliverHookDelivery = "RedeliverHookDelivery"
+	// ActivityPingHook asks GitHub to ping an organization's or a repository's hook (one POST):
+	// a delivery whose loss costs nothing, sent to learn whether the receiver answers again.
+	ActivityPingHook = "PingHook"
 )
 
 // EventWorkflowJob is the one webhook event runnerflow acts on, and the only one it redelivers.
@@ -41,6 +44,10 @@ type HookRef struct {
 
 // IsZero reports whether no hook is named (redelivery is off).
 func (h HookRef) IsZero() bool { return h == HookRef{} }
+
+// CanPing reports whether GitHub can ping the hook: organization and repository hooks have a
+// ping endpoint, an App's webhook has none.
+func (h HookRef) CanPing() bool { return !h.IsZero() && !h.App }
 
 // String renders the hook as ParseHookRef reads it: "app", "org:acme/12", "repo:acme/app/12".
 func (h HookRef) String() string {
@@ -147,6 +154,9 @@ type DeliverySummary struct {
 	Newest *HookAttempt `json:"newest,omitempty"`
 	// Failed are the workflow_job events whose every listed attempt failed, oldest first.
 	Failed []FailedEvent `json:"failed,omitempty"`
+	// ProbeCandidate is a listed attempt that succeeded and whose redelivery costs nothing
+	// (probeCandidate): what probes a hook that has no ping.
+	ProbeCandidate *HookAttempt `json:"probeCandidate,omitempty"`
 }
 
 // SummarizeDeliveries groups attempts by event guid, keeps those attempted since the given time,
@@ -167,6 +177,10 @@ func SummarizeDeliveries(attempts []HookAttempt, since time.Time) DeliverySummar
 			newest := a
 			s.Newest = &newest
 		}
+		if betterProbe(a, s.ProbeCandidate) {
+			candidate := a
+			s.ProbeCandidate = &candidate
+		}
 		if _, seen := byGUID[a.GUID]; !seen {
 			order = append(order, a.GUID)
 		}
@@ -181,6 +195,37 @@ func SummarizeDeliveries(attempts []HookAttempt, since time.Time) DeliverySummar
 		return cmp.Or(a.FailedAt.Compare(b.FailedAt), cmp.Compare(a.GUID, b.GUID))
 	})
 	return s
+}
+
+// probeRank ranks an attempt as a probe of a hook without a ping; 0 is no probe. Only an
+// attempt that succeeded qualifies, and the intake answers it again with no effect: an event
+// it does not act on (it answers 200 and ignores it) ranks first, then a `queued` workflow_job
+// (reservations are keyed by job, and a job that ended within the window is remembered, so a
+// repeat reserves nothing). Other actions (in_progress, completed) would reach runner
+// workflows again and are never used.
+func probeRank(a HookAttempt) int {
+	switch {
+	case !a.Succeeded():
+		return 0
+	case a.Event != EventWorkflowJob:
+		return 2
+	case a.Action == JobQueued:
+		return 1
+	}
+	return 0
+}
+
+// betterProbe reports whether a is a better probe than the candidate so far: a higher rank,
+// or the same rank and newer.
+func betterProbe(a HookAttempt, than *HookAttempt) bool {
+	rank := probeRank(a)
+	switch {
+	case rank == 0:
+		return false
+	case than == nil:
+		return true
+	}
+	return rank > probeRank(*than) || (rank == probeRank(*than) && a.At.After(than.At))
 }
 
 // failedEvent is the event of one guid's attempts if it is a workflow_job none of whose attempts
@@ -223,7 +268,30 @@ type RedeliveryPlanInput struct {
 	Remembered []RememberedDelivery
 	// Limit caps the redeliveries of one run; zero means ReconcileRedeliverMax.
 	Limit int
+	// CanPing: the hook has GitHub's ping (HookRef.CanPing).
+	CanPing bool
+	// SpendEvent probes with a failed event itself, as runs before change
+	// reconcile-harmless-probe did (replay only).
+	SpendEvent bool
 }
+
+// ProbeKind says what a run sent to learn whether the hook's receiver answers again.
+type ProbeKind string
+
+// The probes, in order of preference.
+const (
+	// ProbePing: GitHub's ping of an organization's or a repository's hook.
+	ProbePing ProbeKind = "ping"
+	// ProbeSucceededDelivery: the redelivery of an attempt that succeeded
+	// (DeliverySummary.ProbeCandidate), for a hook without a ping.
+	ProbeSucceededDelivery ProbeKind = "succeeded-delivery"
+	// ProbeNone: no harmless probe exists (an App's webhook with no successful attempt in the
+	// window); the failed events wait for the hook's next successful delivery.
+	ProbeNone ProbeKind = "none"
+	// ProbeFailedEvent: the oldest failed event itself, which the probe spends (runs before
+	// change reconcile-harmless-probe).
+	ProbeFailedEvent ProbeKind = "failed-event"
+)
 
 // RedeliveryPlan is one run's redelivery decision.
 type RedeliveryPlan struct {
@@ -234,14 +302,18 @@ type RedeliveryPlan struct {
 	AlreadyRedelivered int
 	// Deferred counts the events left for the next run (the limit, or a probe).
 	Deferred int
-	// Probe: the hook's newest attempt failed, so the receiver may still be down; one event is
-	// redelivered to find out, and the next run sends the rest if that attempt succeeded.
-	Probe bool
+	// Probe: the hook's newest attempt failed, so the receiver may still be down; ProbeBy says
+	// what is sent to find out (ProbeDelivery for ProbeSucceededDelivery), and the next run
+	// redelivers the failed events if the probe's attempt succeeded.
+	Probe         bool
+	ProbeBy       ProbeKind
+	ProbeDelivery *HookAttempt
 }
 
-// PlanRedeliveries picks the failed events to redeliver: each at most once, and, while the
-// receiver's last answer was a failure, one event at a time (a redelivery into a receiver still
-// down would spend the event's one redelivery).
+// PlanRedeliveries picks the failed events to redeliver: each at most once, and none while the
+// receiver's last answer was a failure (a redelivery into a receiver still down would spend the
+// event's one redelivery). Then it probes the hook with something whose loss costs nothing:
+// a ping, else the redelivery of an attempt that succeeded, else nothing.
 func PlanRedeliveries(in RedeliveryPlanInput) RedeliveryPlan {
 	limit := in.Limit
 	if limit <= 0 {
@@ -258,7 +330,17 @@ func PlanRedeliveries(in RedeliveryPlanInput) RedeliveryPlan {
 		todo = append(todo, f)
 	}
 	if len(todo) > 0 && in.Summary.Newest != nil && !in.Summary.Newest.Succeeded() {
-		p.Probe, limit = true, 1
+		p.Probe, limit = true, 0
+		switch {
+		case in.SpendEvent:
+			p.ProbeBy, limit = ProbeFailedEvent, 1
+		case in.CanPing:
+			p.ProbeBy = ProbePing
+		case in.Summary.ProbeCandidate != nil:
+			p.ProbeBy, p.ProbeDelivery = ProbeSucceededDelivery, in.Summary.ProbeCandidate
+		default:
+			p.ProbeBy = ProbeNone
+		}
 	}
 	p.Redeliver = todo[:min(limit, len(todo))]
 	p.Deferred = len(todo) - len(p.Redeliver)
@@ -305,6 +387,14 @@ type RedeliverHookDeliveryInput struct {
 // RedeliverHookDeliveryResult says GitHub accepted the redelivery; it has no fields yet.
 type RedeliverHookDeliveryResult struct{}
 
+// PingHookInput names the hook to ping (an organization's or a repository's).
+type PingHookInput struct {
+	Hook HookRef `json:"hook"`
+}
+
+// PingHookResult says GitHub accepted the ping; it has no fields yet.
+type PingHookResult struct{}
+
 // Redelivery is one event reconcile redelivered (or, in a dry run, would have); Error says why
 // GitHub did not take it.
 type Redelivery struct {
@@ -324,10 +414,15 @@ type DeliveryReport struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Failed counts the workflow_job events none of whose attempts succeeded.
 	Failed int `json:"failed"`
-	// AlreadyRedelivered, Deferred and Probe are PlanRedeliveries' (RedeliveryPlan).
-	AlreadyRedelivered int  `json:"alreadyRedelivered"`
-	Deferred           int  `json:"deferred"`
-	Probe              bool `json:"probe,omitempty"`
+	// AlreadyRedelivered, Deferred, Probe and ProbeBy are PlanRedeliveries' (RedeliveryPlan);
+	// ProbeGUID names the succeeded event a ProbeSucceededDelivery redelivered, ProbeError why
+	// GitHub did not take the probe (the next run probes again).
+	AlreadyRedelivered int       `json:"alreadyRedelivered"`
+	Deferred           int       `json:"deferred"`
+	Probe              bool      `json:"probe,omitempty"`
+	ProbeBy            ProbeKind `json:"probeBy,omitempty"`
+	ProbeGUID          string    `json:"probeGuid,omitempty"`
+	ProbeError         string    `json:"probeError,omitempty"`
 	// Redeliveries are the events redelivered, or in a dry run those that would be; those
 	// GitHub refused carry the error. Redelivered counts those GitHub accepted.
 	Redeliveries []Redelivery `json:"redeliveries,omitempty"`

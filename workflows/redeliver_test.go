@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func TestSummarizeDeliveries(t *testing.T) {
 	if !slices.Equal(s.Failed, want) {
 		t.Errorf("failed %+v\nwant %+v", s.Failed, want)
 	}
+	if s.ProbeCandidate == nil || s.ProbeCandidate.ID != 9 {
+		t.Errorf("probe candidate %+v, want attempt 9, the newest queued event that succeeded", s.ProbeCandidate)
+	}
 	if got := SummarizeDeliveries(nil, t0); got.Listed != 0 || got.Newest != nil || got.Failed != nil {
 		t.Errorf("an empty listing summarised as %+v", got)
 	}
@@ -94,6 +98,7 @@ func TestPlanRedeliveries(t *testing.T) {
 		want              []string
 		already, deferred int
 		probe             bool
+		by                ProbeKind
 	}{
 		{name: "nothing failed", in: RedeliveryPlanInput{Summary: DeliverySummary{Newest: up}}},
 		{
@@ -110,9 +115,24 @@ func TestPlanRedeliveries(t *testing.T) {
 			want: []string{"c"}, already: 2,
 		},
 		{
-			name: "the receiver's last answer a failure: one event probes it",
-			in:   RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false), failed("b", false)}}},
-			want: []string{"a"}, deferred: 1, probe: true,
+			name:     "the receiver's last answer a failure: a ping probes it, no event is spent",
+			in:       RedeliveryPlanInput{CanPing: true, Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false), failed("b", false)}}},
+			deferred: 2, probe: true, by: ProbePing,
+		},
+		{
+			name:     "no ping (the App's hook): a delivery that succeeded probes it",
+			in:       RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, ProbeCandidate: up, Failed: []FailedEvent{failed("a", false)}}},
+			deferred: 1, probe: true, by: ProbeSucceededDelivery,
+		},
+		{
+			name:     "no ping, nothing succeeded in the window: the events wait",
+			in:       RedeliveryPlanInput{Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false)}}},
+			deferred: 1, probe: true, by: ProbeNone,
+		},
+		{
+			name: "before reconcile-harmless-probe: one event probes it and is spent",
+			in:   RedeliveryPlanInput{SpendEvent: true, CanPing: true, Summary: DeliverySummary{Newest: down, Failed: []FailedEvent{failed("a", false), failed("b", false)}}},
+			want: []string{"a"}, deferred: 1, probe: true, by: ProbeFailedEvent,
 		},
 		{
 			name:    "only redelivered events left: no probe",
@@ -126,9 +146,36 @@ func TestPlanRedeliveries(t *testing.T) {
 		},
 	} {
 		p := PlanRedeliveries(tc.in)
-		if !slices.Equal(guids(p), tc.want) || p.AlreadyRedelivered != tc.already || p.Deferred != tc.deferred || p.Probe != tc.probe {
-			t.Errorf("%s: plan %v, already %d, deferred %d, probe %t; want %v, %d, %d, %t",
-				tc.name, guids(p), p.AlreadyRedelivered, p.Deferred, p.Probe, tc.want, tc.already, tc.deferred, tc.probe)
+		if !slices.Equal(guids(p), tc.want) || p.AlreadyRedelivered != tc.already || p.Deferred != tc.deferred || p.Probe != tc.probe || p.ProbeBy != tc.by {
+			t.Errorf("%s: plan %v, already %d, deferred %d, probe %t by %q; want %v, %d, %d, %t by %q",
+				tc.name, guids(p), p.AlreadyRedelivered, p.Deferred, p.Probe, p.ProbeBy, tc.want, tc.already, tc.deferred, tc.probe, tc.by)
+		}
+	}
+}
+
+// A hook without a ping is probed with an attempt that succeeded and whose repeat changes
+// nothing: an event the intake ignores first, then a queued event; never a failed attempt, nor
+// an in_progress or completed event (they would reach runner workflows again).
+func TestSummarizeDeliveriesPicksAHarmlessProbe(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	job := func(id int64, action string, s, status int) HookAttempt {
+		return HookAttempt{ID: id, GUID: fmt.Sprint(id), At: at(s), StatusCode: status, Event: EventWorkflowJob, Action: action}
+	}
+	for _, tc := range []struct {
+		name     string
+		attempts []HookAttempt
+		want     int64
+	}{
+		{"nothing succeeded", []HookAttempt{job(2, JobQueued, 20, 0), job(1, JobQueued, 10, 503)}, 0},
+		{"only job starts and ends succeeded", []HookAttempt{job(2, JobCompleted, 20, 202), job(1, JobInProgress, 10, 202)}, 0},
+		{"the newest queued event that succeeded", []HookAttempt{job(3, JobQueued, 30, 0), job(2, JobQueued, 20, 202), job(1, JobQueued, 10, 202)}, 2},
+		{"an event the intake ignores before a queued one", []HookAttempt{job(3, JobQueued, 30, 202), {ID: 2, GUID: "p", At: at(20), StatusCode: 200, Event: "ping"}}, 2},
+		{"not from before the window", []HookAttempt{job(2, JobQueued, 20, 0), job(1, JobQueued, -10, 202)}, 0},
+	} {
+		got := SummarizeDeliveries(tc.attempts, t0).ProbeCandidate
+		if (got == nil && tc.want != 0) || (got != nil && got.ID != tc.want) {
+			t.Errorf("%s: probe candidate %+v, want attempt %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -11,39 +11,57 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// TestReplaysRecordedHistories replays histories recorded from real runs against the real
-// Temporal server by every earlier build (integration/runners, integration/pools and
-// integration/jobs with RUNNERFLOW_RECORD_HISTORY=<build>, e.g. v2, write <name>-<build>.json; or
-// `temporal workflow show --output json`): runners through their whole lifecycle, a pool run that
-// continued as new and the run that took over, with operator signals and updates, runner
-// reports and listings, pools whose runners took each other's jobs, scale windows, a reconcile
-// run that removed orphans. A change to a workflow that issues different commands for an old
-// history fails here: guard it with workflow.GetVersion.
+// replayGlobs names, per workflow type, the recorded histories in testdata that replay it.
+// Files are <name>-<release>.json, written by `make record-histories RELEASE=<release>` (the
+// integration tests with RUNNERFLOW_RECORD_HISTORY set) or `temporal workflow show --output
+// json`; the builds before releases had names are v1 to v4, the releases of CHANGELOG.md.
+var replayGlobs = map[string]string{
+	RunnerWorkflowType:           "runner-*.json",
+	PoolWorkflowType:             "pool-*.json",
+	ScaleWindowWorkflowType:      "scale-window-*.json",
+	ReconcileWorkflowType:        "reconcile-*.json",
+	ScopeListingWorkflowType:     "scope-listing-*.json",
+	RepoPullWorkflowType:         "repo-pull-*.json",
+	ScaleSetListenerWorkflowType: "scaleset-listener-*.json",
+}
+
+// TestReplaysRecordedHistories replays every history recorded from real runs against the real
+// Temporal server by every earlier release: runners through their whole lifecycle, pool runs
+// that continued as new and the runs that took over, with operator signals and updates, runner
+// reports and listings, pools at rest, reading by pull and on named clusters, scale windows,
+// scope listings and reconcile runs. A change to a workflow that issues different commands for
+// an old history fails here: guard it with workflow.GetVersion and list it in Changes.
 func TestReplaysRecordedHistories(t *testing.T) {
-	for _, wf := range []struct {
-		glob string
-		name string
-		fn   any
-	}{
-		{"runner-*.json", RunnerWorkflowType, RunnerWorkflow},
-		{"pool-*.json", PoolWorkflowType, PoolWorkflow},
-		{"scale-window-*.json", ScaleWindowWorkflowType, ScaleWindowWorkflow},
-		{"reconcile-*.json", ReconcileWorkflowType, ReconcileWorkflow},
-	} {
-		files, err := filepath.Glob(filepath.Join("testdata", wf.glob))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no recorded %s histories in testdata (%v)", wf.name, err)
+	for _, d := range Definitions {
+		files, err := filepath.Glob(filepath.Join("testdata", replayGlobs[d.Name]))
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, file := range files {
-			t.Run(filepath.Base(file), func(t *testing.T) { replay(t, wf.name, wf.fn, file) })
+			t.Run(filepath.Base(file), func(t *testing.T) { replay(t, d, file) })
 		}
 	}
 }
 
-func replay(t *testing.T, name string, fn any, file string) {
+// Every registered workflow type has a glob in replayGlobs that finds a recorded history.
+func TestEveryWorkflowTypeHasRecordedHistories(t *testing.T) {
+	for _, d := range Definitions {
+		glob, ok := replayGlobs[d.Name]
+		if !ok {
+			t.Errorf("workflow type %q has no glob in replayGlobs", d.Name)
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join("testdata", glob))
+		if err != nil || len(files) == 0 {
+			t.Errorf("no recorded %s history in testdata/%s (%v): record one (make record-histories)", d.Name, glob, err)
+		}
+	}
+}
+
+func replay(t *testing.T, d Definition, file string) {
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	replayer := worker.NewWorkflowReplayer()
-	replayer.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+	replayer.RegisterWorkflowWithOptions(d.Fn, workflow.RegisterOptions{Name: d.Name})
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
 		t.Fatalf("replay %s: %v", file, err)
 	}

@@ -29,6 +29,17 @@ type ReservationParams struct {
 	// most likely still queued at GitHub, and dropping it would take away the runner it
 	// waits for. False keeps the old rule (histories recorded before it).
 	WaitForRunners bool
+	// RenewUnserved replaces WaitForRunners' rule (changeRenewUnserved): a reservation is
+	// matched with what serves it, not counted against runners in job-id order. The
+	// reservations of ServedJobs (jobs busy runners of the pool hold) are served and expire
+	// as usual: the busy runner counts for its job from then on (the pool's busyElsewhere).
+	// The others compete, in job-id order, for the IdleRunners: the first IdleRunners of them
+	// expire as usual (a runner was online and free for them, and GitHub hands a queued job
+	// to a fitting idle runner within seconds); the expired ones beyond restart their clocks
+	// and count the renewal (Reservation.Renewals): no runner was there to take their jobs.
+	RenewUnserved bool
+	ServedJobs    []int64
+	IdleRunners   int
 	// Pool is the pool whose book this is. When set, an in_progress event naming a runner that
 	// is not one of this pool's ends the job's reservation here: another pool's runner (or a
 	// runner runnerflow does not run) took the job, so no runner of this pool will. Empty keeps
@@ -74,8 +85,9 @@ func (s ReservationState) Holds(job int64, now time.Time) bool {
 //     then, from the runner's report); in_progress on any other runner ends the reservation
 //     (with Pool set), because the job is served elsewhere;
 //   - reservations whose expiry is at or before Now are dropped, except, with WaitForRunners,
-//     those beyond the first ServingRunners in job-id order: they restart their clock from
-//     Now with their own duration, as they wait for a runner to come online;
+//     those beyond the first ServingRunners in job-id order, or, with RenewUnserved, those
+//     no busy runner serves beyond the first IdleRunners of them: they restart their clock
+//     from Now with their own duration, as they wait for a runner to come online;
 //   - reservations beyond MaxReplicas, in job-id order (GitHub's job ids grow with queue time,
 //     so the oldest jobs are the ones being served), restart their expiry clock from Now with
 //     their own original duration, as ARC does for a backlog beyond maxReplicas.
@@ -113,7 +125,11 @@ func ApplyReservationBatch(state ReservationState, batch ReservationBatch, p Res
 			}
 		}
 	}
-	res.Renewed = book.renewWaiting(p)
+	if p.RenewUnserved {
+		res.Renewed = book.renewUnserved(p)
+	} else {
+		res.Renewed = book.renewWaiting(p)
+	}
 	res.Expired = book.dropExpired(p.Now)
 	book.rebaseBeyond(p)
 	out := book.state()
@@ -209,8 +225,8 @@ func (b *reservationBook) release(job int64, now time.Time) bool {
 // dropExpired removes reservations whose time is up and returns how many.
 func (b *reservationBook) dropExpired(now time.Time) int {
 	n := 0
-	for job, r := range b.reservations {
-		if !r.ExpiresAt.After(now) {
+	for _, job := range sortedKeys64(b.reservations) {
+		if r := b.reservations[job]; !r.ExpiresAt.After(now) {
 			delete(b.reservations, job)
 			n++
 		}
@@ -239,6 +255,57 @@ func (b *reservationBook) renewWaiting(p ReservationParams) int {
 		n++
 	}
 	return n
+}
+
+// renewUnserved restarts the expiry clock of the expired reservations that no busy runner
+// serves, beyond the first IdleRunners of them in job-id order (RenewUnserved), counts the
+// renewal on each, and returns how many.
+func (b *reservationBook) renewUnserved(p ReservationParams) int {
+	n := 0
+	for _, job := range unservedBeyondIdle(sortedKeys64(b.reservations), p.ServedJobs, p.IdleRunners) {
+		r := b.reservations[job]
+		if r.ExpiresAt.After(p.Now) {
+			continue
+		}
+		if r.Duration <= 0 {
+			r.Duration = p.Duration // a record without its duration: give it the pool's
+		}
+		r.ExpiresAt = p.Now.Add(r.Duration)
+		r.Renewals++
+		b.reservations[job] = r
+		n++
+	}
+	return n
+}
+
+// unservedBeyondIdle returns the jobs (sorted) that no busy runner serves, without the
+// first idle of them: the reservations no runner is online for.
+func unservedBeyondIdle(jobs, served []int64, idle int) []int64 {
+	var out []int64
+	for _, job := range jobs {
+		if slices.Contains(served, job) {
+			continue
+		}
+		if idle > 0 {
+			idle--
+			continue
+		}
+		out = append(out, job)
+	}
+	return out
+}
+
+// WaitsUnserved reports whether an expired reservation is one no busy runner serves (its
+// job not in served) beyond the first idle such reservations in job-id order: the only case
+// where ReservationParams.RenewUnserved changes what a batch does.
+func (s ReservationState) WaitsUnserved(now time.Time, served []int64, idle int) bool {
+	jobs := make([]int64, 0, len(s.Reservations))
+	expired := make(map[int64]bool, len(s.Reservations))
+	for _, r := range s.Reservations { // sorted by job id
+		jobs = append(jobs, r.JobID)
+		expired[r.JobID] = !r.ExpiresAt.After(now)
+	}
+	return slices.ContainsFunc(unservedBeyondIdle(jobs, served, idle), func(job int64) bool { return expired[job] })
 }
 
 // WaitsForRunner reports whether an expired reservation lies beyond the first serving
@@ -285,6 +352,7 @@ func (b *reservationBook) state() ReservationState {
 // sortedKeys64 returns a map's keys in ascending order, so nothing depends on map order.
 func sortedKeys64[V any](m map[int64]V) []int64 {
 	keys := make([]int64, 0, len(m))
+	//workflowcheck:ignore the keys are sorted below, so the map's order never shows
 	for k := range m {
 		keys = append(keys, k)
 	}

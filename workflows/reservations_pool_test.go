@@ -70,3 +70,55 @@ func TestPoolReservationsWaitForTheirRunnersToComeOnline(t *testing.T) {
 		})
 	}
 }
+
+// Jobs 101 and 102 queue through an outage; runner B comes online first and GitHub hands it
+// 102, while A still registers for 101. When 101's reservation is up, 101 is the lowest job id
+// but no runner is there for it: B serves 102. It keeps its reservation (and A), and 102's
+// reservation, served, expires into B's count: desired stays 2 until A takes 101. Across
+// continue-as-new.
+func TestPoolKeepsTheReservationOfAJobWhoseRunnerStillRegisters(t *testing.T) {
+	for _, canAfter := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("continue-as-new after %d", canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, canAfter)
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			d := spec.ReservationDurationOrDefault()
+			a, b := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 2)
+			h.silence(a)
+			h.silence(b)
+			h.at(time.Minute, func() { h.signal(SignalReservations, reserve(JobQueued, 101)) })
+			h.at(2*time.Minute, func() { h.signal(SignalReservations, reserve(JobQueued, 102)) })
+			h.at(5*time.Minute, func() { h.takeJob(b, 102) })
+			h.check(time.Minute+d+30*time.Second, "job 101's reservation kept while its runner registers", func(st PoolStatus) bool {
+				return st.Reservations == 2 && st.Desired == 2 && len(st.Reserved) == 2 && st.Reserved[0].JobID == 101
+			})
+			h.check(2*time.Minute+d+30*time.Second, "102's served reservation expired; B counts for its job, A is kept", func(st PoolStatus) bool {
+				return st.Reservations == 1 && st.Reserved[0].JobID == 101 && st.Desired == 2 && drainingRunners(st) == 0
+			})
+			h.at(14*time.Minute, func() { h.takeJob(a, 101) })
+			end := h.run(spec, 2*d+5*time.Minute)
+			if end.Desired != 2 || len(end.Runners) != 2 || drainingRunners(end) != 0 || h.stats.drained != 0 {
+				t.Errorf("at the end: desired %d, runners %s, drained %d; want both runners kept busy", end.Desired, describeRunners(end), h.stats.drained)
+			}
+		})
+	}
+}
+
+// takeJob plays GitHub handing the job to a runner that has just come online.
+func (h *poolHarness) takeJob(name string, job int64) {
+	h.mu.Lock()
+	r := h.sim[name]
+	r.state, r.busy, r.job = RunnerBusy, true, job
+	h.mu.Unlock()
+	h.report(name, RunnerBusy, "")
+}
+
+func drainingRunners(st PoolStatus) int {
+	n := 0
+	for _, r := range st.Runners {
+		if r.Draining {
+			n++
+		}
+	}
+	return n
+}

@@ -33,6 +33,12 @@ func TestApplyReservationBatch(t *testing.T) {
 	withPool := func(pool string) ReservationParams { q := p; q.Pool = pool; return q }
 	eventTimes := func(max int) ReservationParams { q := p; q.EventTimes = true; q.MaxReplicas = max; return q }
 	serving := func(n int) ReservationParams { q := p; q.WaitForRunners = true; q.ServingRunners = n; return q }
+	unserved := func(idle int, served ...int64) ReservationParams {
+		q := p
+		q.RenewUnserved, q.IdleRunners, q.ServedJobs = true, idle, served
+		return q
+	}
+	renewed := func(r Reservation, n int) Reservation { r.Renewals = n; return r }
 	forget := t0.Add(ReleasedJobMemory)
 
 	tests := []struct {
@@ -198,6 +204,34 @@ func TestApplyReservationBatch(t *testing.T) {
 		want:   ReservationState{},
 		result: ReservationBatchResult{Expired: 2},
 	}, {
+		name:   "renew unserved: a job's runner still registering keeps its reservation while a later job's busy runner serves its own",
+		state:  ReservationState{Reservations: []Reservation{res(101, t0, d), res(102, t0.Add(time.Minute), d)}},
+		batch:  batchOf(),
+		params: unserved(0, 102),
+		want:   ReservationState{Reservations: []Reservation{renewed(res(101, t0.Add(d), d), 1), res(102, t0.Add(time.Minute), d)}},
+		result: ReservationBatchResult{Renewed: 1, Active: 2},
+	}, {
+		name:   "renew unserved: an expired reservation a busy runner holds expires (the runner counts for its job)",
+		state:  ReservationState{Reservations: []Reservation{res(101, t0.Add(time.Minute), d), res(102, t0, d)}},
+		batch:  batchOf(),
+		params: unserved(0, 102),
+		want:   ReservationState{Reservations: []Reservation{res(101, t0.Add(time.Minute), d)}},
+		result: ReservationBatchResult{Expired: 1, Active: 1},
+	}, {
+		name:   "renew unserved: the unserved reservations take the idle runners in job-id order, the rest restart and count",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0, d), res(3, t0, d), renewed(res(4, t0, 0), 2)}},
+		batch:  batchOf(),
+		params: unserved(1, 2),
+		want:   ReservationState{Reservations: []Reservation{renewed(res(3, t0.Add(d), d), 1), renewed(res(4, t0.Add(d), d), 3)}},
+		result: ReservationBatchResult{Expired: 2, Renewed: 2, Active: 2},
+	}, {
+		name:   "renew unserved: an idle runner for each unserved reservation, all expire",
+		state:  ReservationState{Reservations: []Reservation{res(1, t0, d), res(2, t0, d)}},
+		batch:  batchOf(),
+		params: unserved(2),
+		want:   ReservationState{},
+		result: ReservationBatchResult{Expired: 2},
+	}, {
 		name:   "without the rule, a reservation no runner served still expires",
 		state:  ReservationState{Reservations: []Reservation{res(1, t0, d)}},
 		batch:  batchOf(),
@@ -348,6 +382,29 @@ func TestReservationStateWaitsForRunner(t *testing.T) {
 	} {
 		if got := s.WaitsForRunner(tt.now, tt.serving); got != tt.want {
 			t.Errorf("%s: WaitsForRunner(%v, %d) = %v, want %v", tt.name, tt.now, tt.serving, got, tt.want)
+		}
+	}
+}
+
+func TestReservationStateWaitsUnserved(t *testing.T) {
+	s := ReservationState{Reservations: []Reservation{res(1, t0, time.Minute), res(2, t0, time.Minute), res(3, t0.Add(time.Hour), time.Minute)}}
+	for _, tt := range []struct {
+		name   string
+		now    time.Time
+		served []int64
+		idle   int
+		want   bool
+	}{
+		{"nothing expired", t0.Add(-time.Second), nil, 0, false},
+		{"no runner online", t0, nil, 0, true},
+		{"the expired ones served by busy runners", t0, []int64{1, 2}, 0, false},
+		{"one served, the other expired one takes the idle runner", t0, []int64{2}, 1, false},
+		{"one served, no idle runner for the other", t0, []int64{2}, 0, true},
+		{"an idle runner for the first expired one only", t0, nil, 1, true},
+		{"idle runners for both", t0, nil, 2, false},
+	} {
+		if got := s.WaitsUnserved(tt.now, tt.served, tt.idle); got != tt.want {
+			t.Errorf("%s: WaitsUnserved(%v, %v, %d) = %v, want %v", tt.name, tt.now, tt.served, tt.idle, got, tt.want)
 		}
 	}
 }

@@ -43,6 +43,11 @@ type Reservation struct {
 	// job at GitHub when its events may have been lost (pool_jobcheck.go). Empty in
 	// reservations made before the field.
 	Repository string `json:"repository,omitempty"`
+	// Renewals counts the times the reservation's clock restarted because no runner of the
+	// pool was online for its job (ReservationParams.RenewUnserved). After
+	// ReservationRenewalsBeforeCheck of them the pool reads the job at GitHub without waiting
+	// for an idle runner (pool_jobcheck.go).
+	Renewals int `json:"renewals,omitempty"`
 }
 
 // ReleasedJob remembers a job whose completion was seen, so a queued event that arrives after it

@@ -13,57 +13,9 @@ import (
 )
 
 // Versioning. A runner workflow lives as long as its runner (a persistent runner: weeks), so
-// workers replay histories written by older code. Any change to the commands this workflow
-// issues (which activities, timers, signals, in which order) must be guarded:
-//
-//	if workflow.GetVersion(ctx, "<change-id>", workflow.DefaultVersion, 1) == 1 { new } else { old }
-//
-// with one line below per change, and a history recorded with the new code added to testdata/
-// (runner_replay_test.go replays every file there).
-//
-// Change ids:
-//   - changeReportJob (1): a busy runner that learns its job after it reported busy (busy seen
-//     first in a listing) reports again with the job, so the pool can end that job's reservation
-//     when the runner leaves it.
-//   - changeEphemeralDoneDrains (1): an ephemeral runner whose job completed reports draining
-//     (it is leaving) instead of idle.
-//   - changeReadNotGuess (1): the registration check acts on what the cluster and GitHub say
-//     (decideRegistration): a registration GitHub no longer lists while the pod runs ends the
-//     runner instead of registering another; what cannot be read is asked again, never torn
-//     down; the check reads GitHub under RegistrationCheckPolicy.
-//
-//   - changeLeanLifecycle (1): a runner spends only the actions its decisions need. Its pool
-//     starts it with RunnerState and RunnerPool set, so it upserts RunnerState only when it goes
-//     idle or busy (the states operators filter live runners by; a closed runner's status is its
-//     execution status); it reports to its pool only idle, busy (with its job) and its end, plus
-//     draining when force-removed (the pool decides on nothing else); it keeps one deadline
-//     timer unless a deadline comes earlier; its pod is owned by its Secret (created with the
-//     owner reference, no patch, by the registration activity itself) and a runner whose work
-//     is over deletes only the Secret — the cluster's garbage collector takes the pod; an
-//     ephemeral runner ends on its job's completed notice or its pod's exit, whichever comes
-//     first (before, it waited for the pod's exit after the notice).
-//
-//   - changeNeverOnlineEnds (1): a runner that never came online (decideRegistration's
-//     verdictNeverOnline) ends — removes its registration unless GitHub has none, deletes its
-//     Secret (its pod goes with it), reports failed to its pool with NeverOnlineReason — instead
-//     of registering again in its own workflow up to MaxRegistrationAttempts: the pool, not the
-//     runner, decides whether another runner is needed.
-//
-// Not a change id: a force-remove (UpdateForceRemove, SignalForceRemove) takes the new path
-// forceRemove only once one arrived, and no history written before it has one; without it the
-// runner issues the commands it always did.
-//
-// Not a change id: a runner placed on a named cluster (RunnerInput.Cluster) runs its Kubernetes
-// activities and registration on that cluster's task queues (ForCluster); inputs written before
-// that field name none and run on today's queues.
-//
-// Not a change id: a runner started with a warm registration (RunnerInput.Warm) skips its first
-// registration; inputs written before that field have none and run as they always did.
-//
-// Not a change id: a runner whose pool watches it (RunnerInput.PoolWatches, set by pools since
-// their changeWatchRegistration) starts no timer for its registration deadline or a periodic
-// pod read; it checks its registration when its pool asks (SignalCheckRegistration). Inputs
-// written before that field run as they always did.
+// workers replay histories written by older code. Every change to the commands it issues
+// (which activities, timers, signals, in which order) is gated with workflow.GetVersion and
+// listed in Changes (changes.go), where the changes that need no id are written down too.
 
 // RunnerWorkflow is one runner's whole life: register → run → unregister → delete. It is
 // registered as RunnerWorkflowType; its id is RunnerWorkflowID(pool, name). It fails (visibly,
@@ -179,6 +131,8 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 				return r.forceRemove(ctx, end)
 			}
 			return r.finish(ctx, end)
+		case endClusterLost:
+			return r.leaveLostCluster(ctx, end)
 		}
 		if workflow.GetVersion(ctx, changeNeverOnlineEnds, workflow.DefaultVersion, 1) >= 1 {
 			return r.neverOnline(ctx, end)
@@ -246,6 +200,19 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 			return fmt.Errorf("register runner: %w", err)
 		}
 		r.registered, r.reg, pod = true, reg, reg.Pod
+	}
+	if warm && r.reg.apart(spec.Namespace) &&
+		workflow.GetVersion(ctx, changeWarmApartCopy, workflow.DefaultVersion, 1) >= 1 {
+		podIn.SecretName = r.in.Name
+		out, err := startWarmRunner(ctx, StartWarmRunnerInput{
+			Pod: podIn, Warm: SecretRef{Cluster: r.in.Cluster, Namespace: r.reg.SecretNamespace, Name: r.reg.SecretName},
+		})
+		if err != nil {
+			return fmt.Errorf("start runner from its warm registration: %w", err)
+		}
+		// From here on the runner's Secret is its own copy; the warm one is its pool's.
+		r.reg.SecretName, r.reg.SecretUID, r.reg.SecretNamespace = out.SecretName, out.SecretUID, ""
+		pod = &out.Pod
 	}
 	reg := r.reg
 	if pod == nil {
@@ -440,6 +407,9 @@ const (
 	changeReadNotGuess        = "registration-check-reads"
 	changeLeanLifecycle       = "lean-lifecycle"
 	changeNeverOnlineEnds     = "never-online-ends"
+	changeWarmApartCopy       = "warm-apart-copy"
+	changeConfirmGone         = "confirm-gone-by-id"
+	changeClusterLost         = "cluster-lost-hands-back"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.
@@ -533,6 +503,9 @@ func (r *runner) runnerRef() RunnerRef {
 	return RunnerRef{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID, Name: r.in.Name}
 }
 
+// secretRef is the runner's Secret in its own namespace. A warm registration kept apart is
+// addressed there too, by its name: before the runner's copy exists, deleting it finds nothing,
+// and the warm Secret itself is the pool's to remove.
 func (r *runner) secretRef() SecretRef {
 	return SecretRef{Cluster: r.in.Cluster, Namespace: r.in.Spec.Namespace, Name: r.reg.SecretName}
 }

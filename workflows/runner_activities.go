@@ -33,6 +33,14 @@ const (
 	ActivityDeleteRunnerPod = "DeleteRunnerPod"
 	// ActivityDeleteRunnerSecret deletes the runner's Secret; NotFound is success.
 	ActivityDeleteRunnerSecret = "DeleteRunnerSecret"
+	// ActivityStartWarmRunner starts a runner that took a warm registration kept apart from
+	// its namespace: it writes the runner's own Secret from the warm one and creates the pod
+	// owned by it, so the credential reaches the runner's namespace only when its runner
+	// starts.
+	ActivityStartWarmRunner = "StartWarmRunner"
+	// ActivityDeleteWarmSecrets deletes warm registrations' Secrets whose runners took copies,
+	// many in one request (a DeleteCollection by their names); none left is success.
+	ActivityDeleteWarmSecrets = "DeleteWarmSecrets"
 )
 
 // RegisterRunnerInput asks for one runner's registration.
@@ -56,6 +64,10 @@ type RegisterRunnerInput struct {
 	// follows the registration without a round trip through the workflow. Workers before this
 	// field ignore it and return no Pod; the workflow then creates the pod itself.
 	Pod *CreateRunnerPodInput `json:"pod,omitempty"`
+	// Warm marks a warm registration: the worker writes its Secret into its warm namespace
+	// (kept apart from every runner's pod) rather than into Namespace, and says which in
+	// RegisterRunnerOutput.SecretNamespace. Workers before this field write into Namespace.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // RegisterRunnerOutput names what the registration created; never the credential itself.
@@ -74,6 +86,16 @@ type RegisterRunnerOutput struct {
 	Adopted bool `json:"adopted,omitempty"`
 	// Pod is the pod created (or adopted) when the input asked for it.
 	Pod *CreateRunnerPodOutput `json:"pod,omitempty"`
+	// SecretNamespace is the namespace the Secret was written to: set for a warm registration
+	// (the worker's warm namespace, which may be the runner's own); empty means the input's
+	// Namespace.
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+}
+
+// apart reports whether the registration's Secret is kept outside the runner's namespace ns:
+// its runner then starts from a copy of it (StartWarmRunner).
+func (o RegisterRunnerOutput) apart(ns string) bool {
+	return o.SecretNamespace != "" && o.SecretNamespace != ns
 }
 
 // RunnerRef names a runner at GitHub, for GetRunner and RemoveRunner.
@@ -171,6 +193,29 @@ type SecretRef struct {
 	Name      string `json:"name"`
 }
 
+// StartWarmRunnerInput starts a runner from a warm registration kept in another namespace.
+type StartWarmRunnerInput struct {
+	// Pod is the runner's pod; its Secret is written under Pod.Name in Pod.Namespace, with the
+	// warm Secret's credential, and owns the pod.
+	Pod CreateRunnerPodInput `json:"pod"`
+	// Warm is the warm registration's Secret; it must name Pod.WorkflowID as its owner.
+	Warm SecretRef `json:"warm"`
+}
+
+// StartWarmRunnerOutput names the runner's own Secret and its pod.
+type StartWarmRunnerOutput struct {
+	SecretName string                `json:"secretName"`
+	SecretUID  string                `json:"secretUid"`
+	Pod        CreateRunnerPodOutput `json:"pod"`
+}
+
+// DeleteWarmSecretsInput names warm registrations' Secrets in one namespace, all of one pool.
+type DeleteWarmSecretsInput struct {
+	Namespace string   `json:"namespace"`
+	Pool      string   `json:"pool"`
+	Names     []string `json:"names"`
+}
+
 // Nothing is the output of activities that have nothing to report; one struct rather than no
 // result, so a field can be added later without changing the signature.
 type Nothing struct{}
@@ -225,4 +270,12 @@ func deleteRunnerPod(ctx workflow.Context, in PodRef) (Nothing, error) {
 
 func deleteRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
 	return runActivity[SecretRef, Nothing](ctx, ForCluster(KubernetesActivityPolicy, in.Cluster), ActivityDeleteRunnerSecret, in)
+}
+
+func startWarmRunner(ctx workflow.Context, in StartWarmRunnerInput) (StartWarmRunnerOutput, error) {
+	return runActivity[StartWarmRunnerInput, StartWarmRunnerOutput](ctx, ForCluster(KubernetesActivityPolicy, in.Pod.Cluster), ActivityStartWarmRunner, in)
+}
+
+func deleteWarmSecrets(ctx workflow.Context, in DeleteWarmSecretsInput) (Nothing, error) {
+	return runActivity[DeleteWarmSecretsInput, Nothing](ctx, WarmSecretsPolicy, ActivityDeleteWarmSecrets, in)
 }

@@ -70,6 +70,7 @@ func newRunnerHarnessIn(t *testing.T, suite *testsuite.WorkflowTestSuite) *runne
 	registerRunnerStub[RunnerRef, GetRunnerOutput](h, ActivityGetRunner)
 	registerRunnerStub[RunnerRef, RemoveRunnerOutput](h, ActivityRemoveRunner)
 	registerRunnerStub[CreateRunnerPodInput, CreateRunnerPodOutput](h, ActivityCreateRunnerPod)
+	registerRunnerStub[StartWarmRunnerInput, StartWarmRunnerOutput](h, ActivityStartWarmRunner)
 	registerRunnerStub[SetSecretOwnerInput, Nothing](h, ActivitySetSecretOwner)
 	registerRunnerStub[PodRef, GetRunnerPodOutput](h, ActivityGetRunnerPod)
 	registerRunnerStub[PodRef, Nothing](h, ActivityDeleteRunnerPod)

@@ -35,6 +35,9 @@ const (
 	actCheckRegistration
 	// actCheckPod: no pod news for PodCheckInterval; read the pod (missed-signal backstop).
 	actCheckPod
+	// actConfirmGone: a listing no longer had the runner; ask GitHub by its id
+	// (changeConfirmGone).
+	actConfirmGone
 )
 
 // endKind says how a runner's watch ended.
@@ -53,6 +56,10 @@ const (
 	// endNeverOnline: the runner never came online; tear down and end, for the pool to decide
 	// whether another runner is needed (changeNeverOnlineEnds).
 	endNeverOnline
+	// endClusterLost: the runner's cluster has not answered for ClusterLostAfter and the runner
+	// never came online; leave the cluster, for the pool to place another runner on one that
+	// answers (changeClusterLost).
+	endClusterLost
 )
 
 // ending says why a runner's watch ended and what its cleanup needs.
@@ -107,19 +114,30 @@ func (o *RunnerObservations) recordPod(s PodStatusSignal, uid string, now time.T
 }
 
 // recordRunnerStatus records a runner listing's view. A listing that does not have the runner
-// is believed only after the runner was seen online: a listing taken just before the
-// registration would otherwise remove a runner that is about to start.
-func (o *RunnerObservations) recordRunnerStatus(s RunnerStatusSignal, now time.Time) {
+// is heeded only after the runner was seen online: a listing taken just before the
+// registration would otherwise remove a runner that is about to start. With confirm
+// (changeConfirmGone) one listing's silence is not believed at all: a listing read in pages
+// skips a runner when GitHub removes others between two page reads, so the runner asks GitHub
+// by its id (GoneAsk); a later listing that has it again withdraws the question.
+func (o *RunnerObservations) recordRunnerStatus(s RunnerStatusSignal, now time.Time, confirm bool) {
 	switch {
 	case s.Gone:
-		if o.Online {
+		switch {
+		case !o.Online:
+		case confirm:
+			if o.GoneAsk.IsZero() {
+				o.GoneAsk = now
+			}
+		default:
 			o.Gone = true
 		}
 	case s.Online:
 		o.Online = true
 		o.OfflineSince = time.Time{}
+		o.GoneAsk = time.Time{}
 		o.setBusy(s.Busy)
 	default:
+		o.GoneAsk = time.Time{}
 		o.setBusy(s.Busy)
 		// Offline after its job is how an ephemeral runner leaves; only otherwise is it stuck.
 		if o.Online && o.OfflineSince.IsZero() && o.JobDoneAt.IsZero() {
@@ -221,6 +239,12 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 		return step{action: actEnd, end: end}
 	}
 	var until time.Time
+	if !o.GoneAsk.IsZero() {
+		if !now.Before(o.GoneAsk) {
+			return step{action: actConfirmGone}
+		}
+		until = o.GoneAsk
+	}
 	if !o.Online && (!lim.poolWatches || o.CheckAsked || !o.RecheckAt.IsZero()) {
 		deadline := o.AttemptStart.Add(lim.registrationTimeout)
 		if o.RecheckAt.After(deadline) {
@@ -229,7 +253,7 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 		if !now.Before(deadline) {
 			return step{action: actCheckRegistration}
 		}
-		until = deadline
+		until = earliest(until, deadline)
 	}
 	if !lim.poolWatches {
 		podCheck := o.LastPodCheck.Add(PodCheckInterval)

@@ -102,7 +102,7 @@ func TestRunnerObservationsRecord(t *testing.T) {
 	})
 	t.Run("gone before online is a stale listing", func(t *testing.T) {
 		var o RunnerObservations
-		o.recordRunnerStatus(RunnerStatusSignal{Gone: true}, rnT0)
+		o.recordRunnerStatus(RunnerStatusSignal{Gone: true}, rnT0, false)
 		if o.Gone {
 			t.Error("a listing without the runner ended a runner never seen online")
 		}
@@ -111,7 +111,7 @@ func TestRunnerObservationsRecord(t *testing.T) {
 		var o RunnerObservations
 		o.recordJobStarted(JobSignal{JobID: 1})
 		o.recordJobCompleted(JobSignal{JobID: 1}, true, rnT0)
-		o.recordRunnerStatus(RunnerStatusSignal{}, rnT0)
+		o.recordRunnerStatus(RunnerStatusSignal{}, rnT0, false)
 		if !o.OfflineSince.IsZero() {
 			t.Error("an ephemeral runner going offline after its job was treated as stuck")
 		}

@@ -65,9 +65,15 @@ type RunnerObservations struct {
 	// OfflineSince is set when GitHub lists the runner offline after it was online.
 	OfflineSince time.Time `json:"offlineSince,omitzero"`
 	// Gone is set when GitHub no longer knows a runner that was online.
-	Gone  bool  `json:"gone,omitempty"`
-	Busy  bool  `json:"busy"`
-	JobID int64 `json:"jobId,omitempty"`
+	Gone bool `json:"gone,omitempty"`
+	// GoneAsk, when set, is when the runner asks GitHub by its id whether it is still
+	// registered: a listing no longer had it (changeConfirmGone).
+	GoneAsk time.Time `json:"goneAsk,omitzero"`
+	// PodUnreadSince is when the first of the pod reads that failed began, with none
+	// succeeding since: how long the runner's cluster has not answered (changeClusterLost).
+	PodUnreadSince time.Time `json:"podUnreadSince,omitzero"`
+	Busy           bool      `json:"busy"`
+	JobID          int64     `json:"jobId,omitempty"`
 	// JobsRun counts distinct completed jobs; RecentJobs keeps the last few completed job ids
 	// so redelivered or late events are ignored.
 	JobsRun    int     `json:"jobsRun"`

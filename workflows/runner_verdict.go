@@ -16,6 +16,9 @@ const (
 	podStarted
 	// podOver: the pod ended, is gone, or is being deleted.
 	podOver
+	// podClusterLost: the pod could not be read, and no read of it has succeeded for
+	// ClusterLostAfter: its (named) cluster is taken as lost (changeClusterLost).
+	podClusterLost
 )
 
 // githubView is what GitHub said about the runner's registration when asked.
@@ -49,6 +52,10 @@ const (
 	// verdictNeverOnline: the runner never came online (its pod never started, or its runner
 	// never connected): the one case for a fresh registration.
 	verdictNeverOnline
+	// verdictClusterLost: the runner's cluster has not answered for ClusterLostAfter and GitHub
+	// says the runner is not connected: it never ran a job, so it leaves the cluster and its
+	// pool places another runner where a cluster answers.
+	verdictClusterLost
 )
 
 // registrationVerdict is the decision and why.
@@ -63,6 +70,7 @@ type registrationVerdict struct {
 //
 //	pod \ GitHub   unreadable  not found          offline        online / busy
 //	unreadable     ask again   ask again          ask again      online
+//	cluster lost   ask again   cluster lost (*)   cluster lost   online
 //	not started    ask again   never online (*)   never online   online
 //	started        ask again   work over (*)      never online   online
 //	over           work over   work over (*)      work over      work over
@@ -77,6 +85,9 @@ func decideRegistration(pod podView, gh githubView) registrationVerdict {
 		return registrationVerdict{action: verdictOnline}
 	case gh == githubUnreadable:
 		return registrationVerdict{action: verdictAskAgain, reason: "GitHub could not be read"}
+	case pod == podClusterLost:
+		return registrationVerdict{action: verdictClusterLost, githubDone: gh == githubNotFound,
+			reason: "its cluster has not answered for " + ClusterLostAfter.String() + " and the runner never connected"}
 	case pod == podUnreadable:
 		return registrationVerdict{action: verdictAskAgain, reason: "the pod could not be read"}
 	case gh == githubNotFound && pod == podStarted:

@@ -13,18 +13,20 @@ func TestDecideRegistration(t *testing.T) {
 		again  = verdictAskAgain
 		over   = verdictWorkOver
 		never  = verdictNeverOnline
+		lost   = verdictClusterLost
 	)
 	type want struct {
 		action     verdictAction
 		githubDone bool
 	}
 	table := map[podView]map[githubView]want{
-		podUnreadable: {githubUnreadable: {again, false}, githubNotFound: {again, false}, githubOffline: {again, false}, githubOnline: {online, false}, githubBusy: {online, false}},
-		podNotStarted: {githubUnreadable: {again, false}, githubNotFound: {never, true}, githubOffline: {never, false}, githubOnline: {online, false}, githubBusy: {online, false}},
-		podStarted:    {githubUnreadable: {again, false}, githubNotFound: {over, true}, githubOffline: {never, false}, githubOnline: {online, false}, githubBusy: {online, false}},
-		podOver:       {githubUnreadable: {over, false}, githubNotFound: {over, true}, githubOffline: {over, false}, githubOnline: {over, false}, githubBusy: {over, false}},
+		podUnreadable:  {githubUnreadable: {again, false}, githubNotFound: {again, false}, githubOffline: {again, false}, githubOnline: {online, false}, githubBusy: {online, false}},
+		podClusterLost: {githubUnreadable: {again, false}, githubNotFound: {lost, true}, githubOffline: {lost, false}, githubOnline: {online, false}, githubBusy: {online, false}},
+		podNotStarted:  {githubUnreadable: {again, false}, githubNotFound: {never, true}, githubOffline: {never, false}, githubOnline: {online, false}, githubBusy: {online, false}},
+		podStarted:     {githubUnreadable: {again, false}, githubNotFound: {over, true}, githubOffline: {never, false}, githubOnline: {online, false}, githubBusy: {online, false}},
+		podOver:        {githubUnreadable: {over, false}, githubNotFound: {over, true}, githubOffline: {over, false}, githubOnline: {over, false}, githubBusy: {over, false}},
 	}
-	for _, pod := range []podView{podUnreadable, podNotStarted, podStarted, podOver} {
+	for _, pod := range []podView{podUnreadable, podClusterLost, podNotStarted, podStarted, podOver} {
 		for _, gh := range []githubView{githubUnreadable, githubNotFound, githubOffline, githubOnline, githubBusy} {
 			w := table[pod][gh]
 			got := decideRegistration(pod, gh)

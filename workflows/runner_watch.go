@@ -28,6 +28,8 @@ func (r *runner) watch(ctx workflow.Context) ending {
 			return st.end
 		case actCheckPod:
 			r.checkPod(ctx)
+		case actConfirmGone:
+			r.confirmGone(ctx)
 		case actCheckRegistration:
 			if end, over := r.checkRegistration(ctx); over {
 				return end
@@ -79,8 +81,8 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 	if err == nil && gh.Found && r.reg.RunnerID == 0 {
 		r.reg.RunnerID = gh.RunnerID
 	}
-	v := decideRegistration(viewOfPod(r.obs.PodPhase, r.obs.PodDeleting, podRead), viewOfGitHub(gh, err))
 	now := workflow.Now(ctx)
+	v := decideRegistration(r.podView(ctx, podRead, now), viewOfGitHub(gh, err))
 	switch v.action {
 	case verdictOnline:
 		r.obs.Online = true
@@ -92,9 +94,32 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 		return ending{}, false
 	case verdictWorkOver:
 		return ending{reason: v.reason, githubDone: v.githubDone}, true
+	case verdictClusterLost:
+		return ending{kind: endClusterLost, reason: v.reason, githubDone: v.githubDone}, true
 	}
 	return ending{kind: endReregister, githubDone: v.githubDone,
 		reason: v.reason + ", " + r.limits.registrationTimeout.String() + " after its pod was created"}, true
+}
+
+// confirmGone asks GitHub by id about a runner a listing no longer had (changeConfirmGone):
+// one GET, and only its 404 ends the runner (as GitHub's removal of the registration). A runner
+// GitHub still has keeps running with the status GitHub gives; an answer that did not come is
+// asked again after RegistrationRecheckInterval, the runner carrying on meanwhile.
+func (r *runner) confirmGone(ctx workflow.Context) {
+	gh, err := checkRunnerAtGitHub(ctx, r.runnerRef())
+	now := workflow.Now(ctx)
+	switch {
+	case err != nil:
+		r.log.Warn("Cannot confirm that GitHub no longer has the runner; asking again later", "error", err)
+		r.obs.GoneAsk = now.Add(RegistrationRecheckInterval)
+	case !gh.Found:
+		r.obs.GoneAsk, r.obs.Gone = time.Time{}, true
+	default:
+		if r.reg.RunnerID == 0 {
+			r.reg.RunnerID = gh.RunnerID
+		}
+		r.obs.recordRunnerStatus(RunnerStatusSignal{Online: gh.Online, Busy: gh.Busy}, now, true)
+	}
 }
 
 // checkRegistrationByGuess is the check of histories recorded before changeReadNotGuess: a
@@ -121,13 +146,18 @@ func (r *runner) checkRegistrationByGuess(ctx workflow.Context) (ending, bool) {
 // checkPod reads the pod: the backstop for a pod-watcher signal that never came. It reports
 // whether the pod could be read.
 func (r *runner) checkPod(ctx workflow.Context) bool {
+	asked := workflow.Now(ctx)
 	pod, err := getRunnerPod(ctx, r.podRef())
 	now := workflow.Now(ctx)
 	r.obs.LastPodCheck = now
 	if err != nil {
 		r.log.Warn("Cannot read runner pod; trying again later", "error", err)
+		if r.obs.PodUnreadSince.IsZero() {
+			r.obs.PodUnreadSince = asked // the cluster has not answered since this read began
+		}
 		return false
 	}
+	r.obs.PodUnreadSince = time.Time{}
 	if !pod.Exists {
 		pod.Phase = PodGone
 	}
@@ -217,7 +247,9 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 			r.obs.recordPod(s, r.podUID, now())
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalRunnerStatus), func(s RunnerStatusSignal) {
-			r.obs.recordRunnerStatus(s, now())
+			confirm := s.Gone && r.obs.Online &&
+				workflow.GetVersion(ctx, changeConfirmGone, workflow.DefaultVersion, 1) >= 1
+			r.obs.recordRunnerStatus(s, now(), confirm)
 			r.obs.noteOnline(now(), time.Time{})
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalJobStarted), func(s JobSignal) {

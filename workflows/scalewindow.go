@@ -78,13 +78,7 @@ type UpdatePoolReservationsInput struct {
 // the starter signals the runner workflow directly, so a runner learns it is busy without the
 // window's delay and without adding to the window's history.
 //
-// Change ids (workflow.GetVersion), one line each:
-//   - changeOpenAtOnce (1): the opening batch of an idle pool's window is applied at once.
-//   - changeRunSpansWindows (1): events that arrive during a window's update open the next
-//     window in the same run, until Temporal suggests continuing as new.
-//   - changeSignalPool (1): a batch goes to the pool as a SignalReservations signal from the
-//     window itself instead of an UpdatePoolReservations activity sending the pool an update.
-//   - changeOpenOnDemand (1): the opening batch goes at once only when it holds a queued job.
+// Its change ids (workflow.GetVersion) are listed in Changes (changes.go).
 func ScaleWindowWorkflow(ctx workflow.Context, in ScaleWindowInput) (ScaleWindowResult, error) {
 	if in.Pool == "" {
 		return ScaleWindowResult{}, temporal.NewNonRetryableApplicationError("scale window: pool is empty", ErrInvalidSpec, nil)

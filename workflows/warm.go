@@ -29,6 +29,16 @@ type WarmRegistration struct {
 	MintedAt time.Time `json:"mintedAt,omitzero"`
 	// Retiring says why it is being removed; empty while it is kept.
 	Retiring string `json:"retiring,omitempty"`
+	// SecretNamespace is where its Secret is kept (changeWarmApart): the worker's warm
+	// namespace, out of every runner pod's reach, or the runner namespace itself when the worker
+	// keeps them there. Empty for registrations minted before, whose Secret is in Namespace,
+	// readable wherever the runners' pods may read Secrets.
+	SecretNamespace string `json:"secretNamespace,omitempty"`
+}
+
+// secretRef is where the registration's Secret is.
+func (w WarmRegistration) secretRef() SecretRef {
+	return SecretRef{Namespace: cmp.Or(w.SecretNamespace, w.Namespace), Name: w.Name}
 }
 
 // Why a warm registration is removed.
@@ -38,6 +48,7 @@ const (
 	WarmExpired    = "expired"
 	WarmOutdated   = "outdated registration"
 	WarmMintFailed = "mint failed"
+	WarmExposed    = "kept in the runner namespace"
 )
 
 // ready reports whether a starting runner may take the registration now.
@@ -61,6 +72,9 @@ type WarmInput struct {
 	Quiet bool
 	// NotBefore holds warm work back after a failed call.
 	NotBefore time.Time
+	// Apart is true once registrations are minted into the worker's warm namespace
+	// (changeWarmApart): those minted before, in the runner namespace, are then retired.
+	Apart bool
 }
 
 // WarmPlan is what the pool does with its warm registrations now.
@@ -78,7 +92,8 @@ type WarmPlan struct {
 // PlanWarm decides the pool's warm registrations. The rules:
 //   - all warm work waits for a quiet pool and, after a failed call, for NotBefore;
 //   - registrations minted for another RegistrationHash, or older than WarmRegistrationMaxAge,
-//     are retired;
+//     are retired, and so are those kept in the runner namespace before warm namespaces
+//     (Apart): any pod there that may read Secrets could take them;
 //   - registrations older than WarmRegistrationRefreshAge are retired once enough younger ones
 //     exist, so a refresh mints the replacement before it removes the old one;
 //   - beyond Want, the oldest are retired; below it, new ones are minted;
@@ -99,6 +114,8 @@ func PlanWarm(in WarmInput) WarmPlan {
 		case w.Retiring != "":
 		case w.RegistrationHash != in.Hash:
 			plan.retire(w, WarmOutdated)
+		case in.Apart && w.SecretNamespace == "" && !w.MintedAt.IsZero():
+			plan.retire(w, WarmExposed)
 		case w.MintedAt.IsZero():
 			keep = append(keep, w) // being minted
 		case age >= WarmRegistrationMaxAge:

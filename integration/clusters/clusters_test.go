@@ -3,6 +3,7 @@ package clusters
 import (
 	"testing"
 
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -55,6 +56,25 @@ func TestPoolMovesToTheNextClusterWhileTheFirstIsDown(t *testing.T) {
 	}
 	resume()
 	ct.checkNothingLeft(pool)
+	if testworld.RecordingHistories() {
+		record(t, workflows.PoolWorkflowID(pool), "pool-clusters")
+		for _, r := range st.Runners {
+			if r.Cluster == "b" {
+				record(t, workflows.RunnerWorkflowID(pool, r.Name), "runner-cluster")
+				break
+			}
+		}
+	}
+}
+
+// record exports a workflow's latest run for the replay test in workflows/testdata.
+func record(t *testing.T, workflowID, name string) {
+	t.Helper()
+	path, err := world.Temporal.RecordHistory(workflowID, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s", path)
 }
 
 // One worker per cluster: each serves only its own cluster's queues and pod watcher, both

@@ -239,6 +239,12 @@ func (ct *clusterTest) drain(pool string) {
 // eventually polls cond until it holds, failing the test with what and detail after wait.
 func (ct *clusterTest) eventually(what string, cond func() bool, detail func() string) {
 	ct.t.Helper()
+	ct.eventuallyWithin(wait, what, cond, detail)
+}
+
+// eventuallyWithin is eventually with its own bound.
+func (ct *clusterTest) eventuallyWithin(wait time.Duration, what string, cond func() bool, detail func() string) {
+	ct.t.Helper()
 	deadline := time.Now().Add(wait)
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -64,6 +64,8 @@ type system struct {
 
 	intake     *webhook.Handler
 	stopWorker func()
+	// lastReconcile is the workflow id of the reconcile run triggerReconcile last waited for.
+	lastReconcile string
 	// kube, when set, is the worker's way to the API server (a fault-injecting proxy);
 	// otherwise the world's API server itself.
 	kube *rest.Config

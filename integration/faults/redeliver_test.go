@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,14 +13,14 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
 const (
-	// intakeOutage is how long the webhook intake is down: the minute.
-	intakeOutage = time.Minute
-	// redeliverJobs is the burst queued while the intake is down.
-	redeliverJobs = 6
+	// outageRuns: the intake is down for 30 minutes, six reconcile intervals of 5 minutes;
+	// time is compressed by triggering each run by hand, as an operator would.
+	outageRuns = 6
 	// doubleHookID is the id of the GitHub double's one webhook (X-GitHub-Hook-ID), which it
 	// also serves as each organization's hook.
 	doubleHookID = 1
@@ -27,15 +28,16 @@ const (
 	reconcileGrace = 2 * time.Second
 )
 
-// TestIntakeDownRedeliveredBySchedule: the webhook intake is down for a minute while a burst of
-// jobs is queued, so GitHub's queued deliveries fail and no runner starts (GitHub never
-// redelivers by itself). The intake comes back; the reconcile Schedule's runs (triggered, as an
-// operator would, instead of waiting for the interval) list the organization hook's deliveries
-// and redeliver the failed ones: the first run one event only, since the hook's last answer was
-// a failure (the intake might still be down), the next the rest once that probe was answered.
-// Every job then runs once on its own runner, nothing is left behind, no event is redelivered
-// twice, and a last run finds nothing to redeliver.
-func TestIntakeDownRedeliveredBySchedule(t *testing.T) {
+// TestIntakeDownHalfAnHourLosesNothing: the webhook intake is down for half an hour, six
+// reconcile intervals (each run triggered, as an operator would, instead of waiting), and a
+// job is queued in each: GitHub's queued deliveries fail and no runner starts (GitHub never
+// redelivers by itself). Each run meets a hook whose newest delivery failed and probes it with
+// GitHub's ping, spending none of the failed events (before, each run redelivered one of them
+// into the intake still down, and that event was never tried again: all six jobs were lost).
+// The intake comes back: the next run's ping is answered, the run after it redelivers every
+// failed event once. Every job then runs once on its own runner, nothing is left behind, and a
+// last run finds nothing to redeliver.
+func TestIntakeDownHalfAnHourLosesNothing(t *testing.T) {
 	s := newSystem(t, "fa-redeliver")
 	front := startIntakeFront(t, s.intake.Routes())
 	world.GitHub.SetWebhookURL(front.url())
@@ -49,34 +51,41 @@ func TestIntakeDownRedeliveredBySchedule(t *testing.T) {
 	t.Cleanup(func() { _ = s.c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID).Delete(ctx) })
 
 	front.down()
-	downAt := time.Now()
-	jobs := s.queueJobs(redeliverJobs)
-	s.eventually("every queued delivery of the burst failed", func() bool {
-		failed := 0
-		for _, d := range world.GitHub.Deliveries() {
-			if d.Action == "queued" && d.Done && d.StatusCode == 0 && containsJob(jobs, d.JobID) {
-				failed++
-			}
+	var jobs []int64
+	for run := 1; run <= outageRuns; run++ {
+		jobs = append(jobs, s.queueJobs(1)...)
+		s.eventually("the queued deliveries failed", func() bool { return failedQueued(jobs) == len(jobs) })
+		r := s.triggerReconcile()
+		checkRedeliveries(t, fmt.Sprintf("run %d of the outage", run), r, run, 0, true)
+		if r.Deliveries.ProbeBy != workflows.ProbePing || r.Deliveries.Deferred != run {
+			t.Fatalf("run %d of the outage probed by %q and deferred %d; want a ping and all %d failed events kept",
+				run, r.Deliveries.ProbeBy, r.Deliveries.Deferred, run)
 		}
-		return failed == len(jobs)
-	})
-	time.Sleep(time.Until(downAt.Add(intakeOutage))) // the rest of the outage
+		s.waitForDeliveries()
+	}
 	front.up()
 	if n := count(jobs, githubdouble.StatusQueued); n != len(jobs) {
 		t.Fatalf("%d of %d jobs queued after the outage; want all: no event reached runnerflow", n, len(jobs))
 	}
 
 	probe := s.triggerReconcile()
-	checkRedeliveries(t, "the first run", probe, redeliverJobs, 1, true)
+	checkRedeliveries(t, "the first run after the outage", probe, outageRuns, 0, true)
 	s.waitForDeliveries()
 	rest := s.triggerReconcile()
-	checkRedeliveries(t, "the second run", rest, redeliverJobs-1, redeliverJobs-1, false)
+	checkRedeliveries(t, "the second run after the outage", rest, outageRuns, outageRuns, false)
+	if testworld.RecordingHistories() {
+		path, err := world.Temporal.RecordHistory(s.lastReconcile, "", "reconcile-redeliver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("recorded %s", path)
+	}
 	s.checkAllClean(jobs)
 	s.waitForDeliveries()
 	last := s.triggerReconcile()
 	checkRedeliveries(t, "the last run", last, 0, 0, false)
-	if last.Deliveries != nil && len(last.Deliveries.Remembered) != redeliverJobs {
-		t.Errorf("the last run remembers %d redelivered events, want the %d of the burst", len(last.Deliveries.Remembered), redeliverJobs)
+	if last.Deliveries != nil && len(last.Deliveries.Remembered) != outageRuns {
+		t.Errorf("the last run remembers %d redelivered events, want the %d of the outage", len(last.Deliveries.Remembered), outageRuns)
 	}
 	redelivered := map[string]int{}
 	for _, d := range world.GitHub.Deliveries() {
@@ -89,9 +98,20 @@ func TestIntakeDownRedeliveredBySchedule(t *testing.T) {
 			t.Errorf("event %s redelivered %d times, want at most once", guid, n)
 		}
 	}
-	if len(redelivered) != redeliverJobs {
-		t.Errorf("%d events redelivered, want the %d failed queued events", len(redelivered), redeliverJobs)
+	if len(redelivered) != outageRuns {
+		t.Errorf("%d events redelivered, want the %d failed queued events", len(redelivered), outageRuns)
 	}
+}
+
+// failedQueued counts the jobs whose queued delivery failed without an answer.
+func failedQueued(jobs []int64) int {
+	failed := 0
+	for _, d := range world.GitHub.Deliveries() {
+		if d.Action == "queued" && d.Done && d.StatusCode == 0 && containsJob(jobs, d.JobID) {
+			failed++
+		}
+	}
+	return failed
 }
 
 // checkRedeliveries holds a run's report to the failed events it found, the redeliveries GitHub
@@ -136,6 +156,7 @@ func (s *system) triggerReconcile() workflows.ReconcileReport {
 	if err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &report); err != nil {
 		s.t.Fatal(err)
 	}
+	s.lastReconcile = id
 	return report
 }
 

@@ -48,7 +48,9 @@ type poolTest struct {
 	name string
 	org  string
 	ns   string
-	c    client.Client
+	// warmNS is the worker's warm namespace when the test set one.
+	warmNS string
+	c      client.Client
 	// stopWorker stops the worker the test started with.
 	stopWorker func()
 }

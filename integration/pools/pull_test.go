@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -102,8 +103,10 @@ func TestPullOnlyPoolScalesUpAndToZero(t *testing.T) {
 
 	ids := p.queueJobs(3)
 	p.checkRanOnceEach(p.jobsDone(ids))
+	var read workflows.RepoPullState
 	st := p.eventually(2*time.Minute, "back to zero, then a quiet read answered 304", func(st workflows.PoolStatus) bool {
-		return len(st.Runners) == 0 && st.Desired == 0 && st.Pull != nil && st.Pull.Queued == 0 && st.Pull.NotModified >= 2
+		read = p.sharedPull(p.org + "/app")
+		return len(st.Runners) == 0 && st.Desired == 0 && st.Pull != nil && st.Pull.Queued == 0 && read.NotModified >= 2
 	})
 	if st.Totals.Started < 1 || st.Totals.Started > int64(len(ids)) {
 		t.Errorf("pool started %d runners for %d jobs", st.Totals.Started, len(ids))
@@ -112,13 +115,29 @@ func TestPullOnlyPoolScalesUpAndToZero(t *testing.T) {
 		t.Errorf("%d webhook deliveries recorded; a pull-only pool's world sends none", n-deliveries)
 	}
 	calls, notModified, refused := pullCalls(from)
-	t.Logf("pull: %d calls at the double (%d answered 304); the pool counted %d (%d 304)", calls, notModified, st.Pull.Calls, st.Pull.NotModified)
-	if st.Pull.Calls == 0 || st.Pull.Calls > int64(calls) || st.Pull.NotModified > int64(notModified) {
-		t.Errorf("the pool counted %d calls (%d 304) but the double answered %d (%d 304)", st.Pull.Calls, st.Pull.NotModified, calls, notModified)
+	t.Logf("pull: %d calls at the double (%d answered 304); the repository's shared read counted %d (%d 304)", calls, notModified, read.Calls, read.NotModified)
+	if !st.Pull.Shared || st.Pull.Calls != 0 {
+		t.Errorf("pool's pull %+v: want its reads shared, none of its own", st.Pull)
 	}
-	if refused != 0 || st.Pull.Error != "" {
-		t.Errorf("%d pull calls refused, last error %q: the pull must stay within the budget", refused, st.Pull.Error)
+	if read.Calls == 0 || read.Calls > int64(calls) || read.NotModified > int64(notModified) || len(read.Pools) != 1 {
+		t.Errorf("the shared read counted %d calls (%d 304) for %d pools but the double answered %d (%d 304)", read.Calls, read.NotModified, len(read.Pools), calls, notModified)
 	}
+	if refused != 0 || read.LastError != "" || len(st.Pull.Stale) != 0 {
+		t.Errorf("%d pull calls refused, last error %q, stale %v: the pull must stay within the budget", refused, read.LastError, st.Pull.Stale)
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-pull")
+		recordHistory(t, workflows.RepoPullWorkflowID(p.org+"/app"), "", "repo-pull")
+	}
+}
+
+// sharedPull is the status of a repository's shared pull workflow (zero before it answers).
+func (p *poolTest) sharedPull(repo string) workflows.RepoPullState {
+	var st workflows.RepoPullState
+	if v, err := p.c.QueryWorkflow(p.ctx, workflows.RepoPullWorkflowID(repo), "", workflows.QueryStatus); err == nil {
+		_ = v.Get(&st)
+	}
+	return st
 }
 
 // TestBusyPercentagePoolScalesByFactors: a persistent pool of 2 runners, both busy (100% ≥

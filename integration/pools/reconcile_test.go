@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -27,15 +28,19 @@ const reconcileGrace = 2 * time.Second
 // Orphans of every kind, next to what a live pool owns: a registration with a runnerflow name
 // and no workflow, a busy one, a runner whose workflow was terminated by hand (its registration,
 // its Secret and the pod the Secret owns), a pod alone and a Secret alone whose workflows never
-// ran. A dry run reports them all and removes nothing; the Schedule's run (triggered as an
+// ran, and a warm registration's Secret in the worker's warm namespace (not the watched one)
+// whose registration is gone. A dry run reports them all and removes nothing; the Schedule's run (triggered as an
 // operator would) removes every one but the busy registration, and the pool's runner and warm
 // registration stay, with their Secrets and pod.
 func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	reg := prometheus.NewRegistry()
+	warmNS := world.Kube.NewNamespace(t)
 	p := newPoolTestWith(t, "recon", func(cfg *workerapp.Config) {
 		cfg.Reconcile = &workerapp.ReconcileConfig{Interval: time.Hour, Grace: reconcileGrace}
 		cfg.Metrics = reg
+		cfg.WarmNamespace = warmNS
 	})
+	p.warmNS = warmNS
 	t.Cleanup(func() { _ = p.c.ScheduleClient().GetHandle(p.ctx, workflows.ReconcileScheduleID).Delete(p.ctx) })
 	spec := p.spec(1, 3, "")
 	spec.WarmRegistrations = 1
@@ -58,17 +63,22 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	busy := workflows.RunnerName(p.name, "dead", 2)
 	lonePod := workflows.RunnerName(p.name, "dead", 3)
 	loneSecret := workflows.RunnerName(p.name, "dead", 4)
+	// A warm registration's Secret in the warm namespace, of a registration that is gone.
+	loneWarm := workflows.RunnerName(p.name, "dead", 5)
 	p.register(orphan, nil)
 	release := p.registerBusy(busy)
 	defer release()
 	p.createObject(&corev1.Pod{ObjectMeta: p.orphanMeta(lonePod), Spec: corev1.PodSpec{Containers: []corev1.Container{
 		{Name: runnerpod.RunnerContainerName, Image: "ghcr.io/actions/actions-runner:2.320.0"}}}})
 	p.createObject(&corev1.Secret{ObjectMeta: p.orphanMeta(loneSecret)})
+	warmMeta := p.orphanMeta(loneWarm)
+	warmMeta.Namespace = warmNS
+	p.createObject(&corev1.Secret{ObjectMeta: warmMeta})
 	time.Sleep(reconcileGrace + time.Second) // every object older than the grace period
 
 	want := []string{
 		"registration " + orphan, "registration " + terminated, "secret " + terminated, "pod " + terminated,
-		"pod " + lonePod, "secret " + loneSecret,
+		"pod " + lonePod, "secret " + loneSecret, "secret " + loneWarm,
 	}
 	slices.Sort(want)
 	kept := []string{"registration " + live, "secret " + live, "pod " + live, "registration " + warm, "secret " + warm}
@@ -113,7 +123,7 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 		p.eventually(wait, "the pool unharmed", func(st workflows.PoolStatus) bool {
 			return count(st, workflows.RunnerIdle, "") == 1 && st.WarmReady == 1
 		})
-		checkRemovedCounted(t, reg, map[string]float64{"registration": 2, "secret": 2, "pod": 2})
+		checkRemovedCounted(t, reg, map[string]float64{"registration": 2, "secret": 3, "pod": 2})
 	})
 
 	t.Run("the worker keeps the Schedule without undoing a pause", func(t *testing.T) {
@@ -177,7 +187,7 @@ func (p *poolTest) createObject(obj any) {
 	case *corev1.Pod:
 		_, err = world.Kubernetes.CoreV1().Pods(p.ns).Create(p.ctx, o, metav1.CreateOptions{})
 	case *corev1.Secret:
-		_, err = world.Kubernetes.CoreV1().Secrets(p.ns).Create(p.ctx, o, metav1.CreateOptions{})
+		_, err = world.Kubernetes.CoreV1().Secrets(cmp.Or(o.Namespace, p.ns)).Create(p.ctx, o, metav1.CreateOptions{})
 	}
 	if err != nil {
 		p.t.Fatal(err)
@@ -210,7 +220,12 @@ func (p *poolTest) exists(object string) bool {
 			return pod.DeletionTimestamp == nil
 		}
 	case workflows.KindSecret:
-		_, err = world.Kubernetes.CoreV1().Secrets(p.ns).Get(p.ctx, name, metav1.GetOptions{})
+		// A warm registration's Secret is in the warm namespace.
+		for _, ns := range slices.Compact([]string{p.ns, cmp.Or(p.warmNS, p.ns)}) {
+			if _, err = world.Kubernetes.CoreV1().Secrets(ns).Get(p.ctx, name, metav1.GetOptions{}); err == nil {
+				break
+			}
+		}
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		p.t.Fatal(err)
@@ -243,7 +258,7 @@ func (p *poolTest) checkNotMentioned(report workflows.ReconcileReport, runners .
 // reads its report through the status query while it runs.
 func (p *poolTest) dryRun() workflows.ReconcileReport {
 	p.t.Helper()
-	in := workflows.ReconcileInput{DryRun: true, Namespace: p.ns, Grace: reconcileGrace}
+	in := workflows.ReconcileInput{DryRun: true, Namespace: p.ns, WarmNamespace: p.warmNS, Grace: reconcileGrace}
 	run, err := p.c.ExecuteWorkflow(p.ctx, client.StartWorkflowOptions{ID: "reconcile-dry-run-" + p.name, TaskQueue: workflows.TaskQueue},
 		workflows.ReconcileWorkflowType, in)
 	if err != nil {
@@ -299,7 +314,7 @@ func (p *poolTest) triggerSchedule() workflows.ReconcileReport {
 // operator's pause survives a worker that wants another interval, which it sets.
 func (p *poolTest) checkScheduleKept() {
 	p.t.Helper()
-	cfg := workerapp.ReconcileConfig{Interval: time.Hour, Grace: reconcileGrace}
+	cfg := workerapp.ReconcileConfig{Interval: time.Hour, Grace: reconcileGrace, WarmNamespace: p.warmNS}
 	if result, err := workerapp.EnsureReconcileSchedule(p.ctx, p.c, cfg, p.ns); err != nil || result != "unchanged" {
 		p.t.Errorf("ensure with the same configuration: %q, %v; want unchanged", result, err)
 	}

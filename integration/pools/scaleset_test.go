@@ -1,12 +1,14 @@
 package pools
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -94,6 +96,20 @@ func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
 	}
 	if st.ScaleSet.SessionID == "" || st.ScaleSet.Ledger.LastMessageID == 0 {
 		t.Errorf("status %+v: want the session and last message shown", *st.ScaleSet)
+	}
+	listener := workflows.ScaleSetListenerWorkflowID(p.name, set.ID)
+	for _, id := range []string{listener, workflows.PoolWorkflowID(p.name)} {
+		b, err := testworld.HistoryBytes(p.ctx, p.c, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("jitconfig")) || bytes.Contains(b, []byte(world.GitHubToken)) {
+			t.Errorf("%s's history holds a JIT configuration or the token", id)
+		}
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, listener, "", "scaleset-listener-burst")
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-scaleset-burst")
 	}
 }
 

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/internal/webhook"
+	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -22,13 +24,16 @@ import (
 const jitRoute = "POST /orgs/{org}/actions/runners/generate-jitconfig"
 
 // A pool with warmRegistrations: 3 mints 3 in quiet time — GitHub lists 3 offline runners with
-// the pool's labels, 3 Secrets hold their JIT configurations. A burst of 3 jobs, delivered as
-// webhooks through the starter's intake, runs on them with no generate-jitconfig call between
-// the burst and the last job's start. The pool refills to 3 afterwards, and warmRegistrations: 0
+// the pool's labels, 3 Secrets in the worker's warm namespace hold their JIT configurations. A
+// burst of 3 jobs, delivered as webhooks through the starter's intake, runs on them with no
+// generate-jitconfig call between the burst and the last job's start. The pool refills to 3
+// afterwards (the taken ones' Secrets gone from the warm namespace), and warmRegistrations: 0
 // removes them all, at GitHub and their Secrets. No history of the test carries a JIT
 // configuration the double issued.
 func TestWarmRegistrationsServeABurstWithoutRegistering(t *testing.T) {
-	p := newPoolTest(t, "warm")
+	warmNS := world.Kube.NewNamespace(t)
+	p := newPoolTestWith(t, "warm", func(c *workerapp.Config) { c.WarmNamespace = warmNS })
+	p.warmNS = warmNS
 	p.webhooks()
 	spec := p.spec(0, 5, "5s")
 	spec.WarmRegistrations = 3
@@ -79,7 +84,7 @@ func TestWarmRegistrationsServeABurstWithoutRegistering(t *testing.T) {
 	p.apply(spec)
 	p.eventually(wait, "no warm registrations", func(st workflows.PoolStatus) bool { return len(st.Warm) == 0 })
 	waitFor(t, wait, "no runner at GitHub and no Secret left", func() bool {
-		return len(p.githubRunners()) == 0 && len(p.poolSecrets()) == 0
+		return len(p.githubRunners()) == 0 && len(p.poolSecrets()) == 0 && len(p.secretsIn(p.ns)) == 0
 	})
 	if testworld.RecordingHistories() {
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-warm")
@@ -114,8 +119,8 @@ func warmNames(st workflows.PoolStatus) []string {
 }
 
 // checkWarmAtGitHubAndSecrets checks that GitHub lists exactly these runners of the pool,
-// offline, with its labels, and that each has its Secret with a JIT configuration, which it
-// returns.
+// offline, with its labels, and that each has its Secret with a JIT configuration in the warm
+// namespace (once the taken ones' are gone), which it returns.
 func (p *poolTest) checkWarmAtGitHubAndSecrets(names []string) []string {
 	p.t.Helper()
 	var listed []string
@@ -129,21 +134,31 @@ func (p *poolTest) checkWarmAtGitHubAndSecrets(names []string) []string {
 		p.t.Errorf("GitHub lists %v, want the warm registrations %v", listed, names)
 	}
 	var configs, secrets []string
-	for _, s := range p.poolSecrets() {
-		secrets = append(secrets, s.Name)
-		if cfg := string(s.Data[runnerpod.SecretKeyJITConfig]); cfg != "" {
-			configs = append(configs, cfg)
+	waitFor(p.t, wait, "one Secret per warm registration", func() bool {
+		configs, secrets = nil, nil
+		for _, s := range p.poolSecrets() {
+			secrets = append(secrets, s.Name)
+			if cfg := string(s.Data[runnerpod.SecretKeyJITConfig]); cfg != "" {
+				configs = append(configs, cfg)
+			}
 		}
-	}
-	if slices.Sort(secrets); !slices.Equal(secrets, slices.Sorted(slices.Values(names))) || len(configs) != len(names) {
-		p.t.Errorf("secrets %v (%d with a JIT configuration), want one per warm registration %v", secrets, len(configs), names)
-	}
+		slices.Sort(secrets)
+		return slices.Equal(secrets, slices.Sorted(slices.Values(names))) && len(configs) == len(names)
+	})
 	return configs
 }
 
+// poolSecrets are the pool's Secrets in the warm namespace (the runner namespace for a pool
+// test without one).
 func (p *poolTest) poolSecrets() []corev1.Secret {
 	p.t.Helper()
-	list, err := world.Kubernetes.CoreV1().Secrets(p.ns).List(p.ctx, metav1.ListOptions{LabelSelector: runnerpod.LabelPool + "=" + p.name})
+	return p.secretsIn(cmp.Or(p.warmNS, p.ns))
+}
+
+// secretsIn are the pool's Secrets in ns.
+func (p *poolTest) secretsIn(ns string) []corev1.Secret {
+	p.t.Helper()
+	list, err := world.Kubernetes.CoreV1().Secrets(ns).List(p.ctx, metav1.ListOptions{LabelSelector: runnerpod.LabelPool + "=" + p.name})
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -29,6 +29,9 @@ type ReconcileConfig struct {
 	// Hook is the webhook whose failed deliveries every run redelivers, each at most once; zero
 	// redelivers nothing.
 	Hook workflows.HookRef
+	// WarmNamespace is the worker's warm namespace, listed by every run besides the watched
+	// one; the worker sets it from its own (Config.WarmNamespace), tests as they need.
+	WarmNamespace string
 }
 
 // reconcileScheduleTimeout bounds the start-up check: a worker whose Temporal is slow starts
@@ -37,7 +40,7 @@ const reconcileScheduleTimeout = 10 * time.Second
 
 // input is the input every scheduled run gets.
 func (r ReconcileConfig) input(watchNamespace string) workflows.ReconcileInput {
-	return workflows.ReconcileInput{DryRun: r.DryRun, Namespace: watchNamespace, Grace: r.Grace, Hook: r.Hook}
+	return workflows.ReconcileInput{DryRun: r.DryRun, Namespace: watchNamespace, WarmNamespace: r.WarmNamespace, Grace: r.Grace, Hook: r.Hook}
 }
 
 func (r ReconcileConfig) interval() time.Duration {
@@ -126,7 +129,11 @@ func (a *App) ensureReconcileSchedule(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileScheduleTimeout)
 	defer cancel()
-	result, err := EnsureReconcileSchedule(ctx, a.temporal, *a.cfg.Reconcile, a.cfg.WatchNamespace)
+	cfg := *a.cfg.Reconcile
+	if cfg.WarmNamespace == "" {
+		cfg.WarmNamespace = a.warmNS
+	}
+	result, err := EnsureReconcileSchedule(ctx, a.temporal, cfg, a.cfg.WatchNamespace)
 	if err != nil {
 		a.log.Error("Reconcile schedule not ensured; the next worker start tries again", "schedule", workflows.ReconcileScheduleID, "error", err)
 		return

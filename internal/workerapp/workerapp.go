@@ -62,6 +62,10 @@ type Config struct {
 	// the name to activities.DefaultPodWatcherLeaseName.
 	PodWatcherLeaseNamespace string
 	PodWatcherLeaseName      string
+	// WarmNamespace is where warm registrations' Secrets are kept until a runner takes one: a
+	// namespace no runner's pod may read Secrets in (docs/security.md). Empty: the Kubernetes
+	// configuration's namespace (in a cluster the worker's own; the kubeconfig context's).
+	WarmNamespace string
 
 	// GitHub configures the GitHub client (token or App, API base URL).
 	GitHub activities.GitHubConfig
@@ -136,6 +140,8 @@ type App struct {
 	watcher  *activities.ElectedPodWatcher
 	clusters []clusterServer
 	obs      observability
+	// warmNS is the default cluster's warm namespace, as warmNamespace resolved it.
+	warmNS string
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -288,6 +294,8 @@ func (a *App) buildWorkers() error {
 		activity.RegisterOptions{Name: workflows.ActivityStartRunnerWorkflows})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandScopeListing,
 		activity.RegisterOptions{Name: workflows.ActivityDemandScopeListing})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).DemandRepoPull,
+		activity.RegisterOptions{Name: workflows.ActivityDemandRepoPull})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListEndedRunners,
 		activity.RegisterOptions{Name: workflows.ActivityListEndedRunners})
 	if a.cfg.Register != nil {
@@ -298,7 +306,8 @@ func (a *App) buildWorkers() error {
 		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 		DeploymentOptions:            a.deploymentOptions(),
 	})
-	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes}).Register(gh)
+	a.warmNS = a.warmNamespace()
+	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes, WarmNamespace: a.warmNS}).Register(gh)
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
 	}
@@ -340,12 +349,13 @@ func (a *App) versioningBehaviors() versioningBehaviors {
 // registerWorkflows registers every workflow under its explicit type name, so renaming a Go
 // function never breaks a running history.
 func registerWorkflows(r worker.WorkflowRegistry, v versioningBehaviors) {
-	r.RegisterWorkflowWithOptions(workflows.RunnerWorkflow, workflow.RegisterOptions{Name: workflows.RunnerWorkflowType, VersioningBehavior: v.runner})
-	r.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ScaleWindowWorkflow, workflow.RegisterOptions{Name: workflows.ScaleWindowWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ReconcileWorkflow, workflow.RegisterOptions{Name: workflows.ReconcileWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ScopeListingWorkflow, workflow.RegisterOptions{Name: workflows.ScopeListingWorkflowType, VersioningBehavior: v.pool})
-	r.RegisterWorkflowWithOptions(workflows.ScaleSetListenerWorkflow, workflow.RegisterOptions{Name: workflows.ScaleSetListenerWorkflowType, VersioningBehavior: v.pool})
+	for _, d := range workflows.Definitions {
+		behavior := v.pool
+		if d.LivesWithItsRunner {
+			behavior = v.runner
+		}
+		r.RegisterWorkflowWithOptions(d.Fn, workflow.RegisterOptions{Name: d.Name, VersioningBehavior: behavior})
+	}
 }
 
 // Run starts the workers, the pod watcher and the metrics listener and blocks until ctx ends
@@ -451,6 +461,29 @@ func podWatcherLeaseNamespace(cfg Config, kubeconfigPath string) string {
 	case cfg.WatchNamespace != "":
 		return cfg.WatchNamespace
 	}
+	return configNamespace(kubeconfigPath)
+}
+
+// warmNamespace is where warm registrations' Secrets go: as configured, else the Kubernetes
+// configuration's namespace (the worker's own in a cluster). When that is the namespace the
+// worker watches runner pods in, warm registrations wait beside the runners and are used there
+// in place: only a runner ServiceAccount without Secret rights keeps them from jobs, which the
+// worker says once at start.
+func (a *App) warmNamespace() string {
+	ns := a.cfg.WarmNamespace
+	if ns == "" {
+		ns = configNamespace(a.cfg.KubeconfigPath)
+	}
+	if ns == a.cfg.WatchNamespace {
+		a.log.Info("Warm registrations wait in the runner namespace: keep the runners' ServiceAccount without Secret rights there, or set --warm-namespace (docs/security.md)",
+			"namespace", ns)
+	}
+	return ns
+}
+
+// configNamespace is the Kubernetes configuration's namespace: the kubeconfig context's, or in
+// a cluster the worker's own; "default" when none says.
+func configNamespace(kubeconfigPath string) string {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfigPath}
 	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
 	if err != nil || ns == "" {

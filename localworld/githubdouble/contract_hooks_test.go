@@ -16,7 +16,8 @@ func hookDeliveryOperations() []specOperation {
 	for _, hook := range []string{"/app/hook", "/orgs/{org}/hooks/{hook_id}", "/repos/{owner}/{repo}/hooks/{hook_id}"} {
 		ops = append(ops, specOperation{"get", hook + "/deliveries"}, specOperation{"post", hook + "/deliveries/{delivery_id}/attempts"})
 	}
-	return ops
+	// The App's webhook has no ping: GitHub pings only organization and repository hooks.
+	return append(ops, specOperation{"post", "/orgs/{org}/hooks/{hook_id}/pings"}, specOperation{"post", "/repos/{owner}/{repo}/hooks/{hook_id}/pings"})
 }
 
 // expectAccepted fails the test unless a redelivery was answered 202, which go-github reports
@@ -98,7 +99,38 @@ func driveHookDeliveries(t *testing.T, w *world, rec *recorder) {
 	_, resp, err = app.Apps.RedeliverHookDelivery(ctx, all[len(all)-1].GetID())
 	expectAccepted(t, "redeliver through the App's hook", resp, err)
 	waitHooks(t, w.Server)
+	driveHookPings(t, w, gh)
 	driveHookDeliveryLimits(t, rec)
+}
+
+// driveHookPings pings the organization's and a repository's hook: each answers 204, and the
+// ping is then that hook's newest delivery (event ping, answered by the receiver), listed by
+// that hook only. An unknown hook is 404.
+func driveHookPings(t *testing.T, w *world, gh *github.Client) {
+	ctx := context.Background()
+	resp, err := gh.Organizations.PingHook(ctx, "acme", hookID)
+	expectStatus(t, "ping the organization hook", resp, err, http.StatusNoContent)
+	waitHooks(t, w.Server)
+	latest, resp, err := gh.Organizations.ListHookDeliveries(ctx, "acme", hookID, nil)
+	expectStatus(t, "list after the organization ping", resp, err, http.StatusOK)
+	if len(latest) == 0 || latest[0].GetEvent() != "ping" || latest[0].GetStatusCode() != http.StatusAccepted || latest[0].GetRedelivery() {
+		t.Fatalf("after a ping the organization hook's newest delivery is %+v; want the ping, answered 202", latest)
+	}
+	resp, err = gh.Repositories.PingHook(ctx, "solo", "tool", hookID)
+	expectStatus(t, "ping the repository hook", resp, err, http.StatusNoContent)
+	waitHooks(t, w.Server)
+	solo, resp, err := gh.Repositories.ListHookDeliveries(ctx, "solo", "tool", hookID, nil)
+	expectStatus(t, "list after the repository ping", resp, err, http.StatusOK)
+	if len(solo) == 0 || solo[0].GetEvent() != "ping" {
+		t.Fatalf("after a ping the repository hook's newest delivery is %+v; want the ping", solo)
+	}
+	acme, resp, err := gh.Organizations.ListHookDeliveries(ctx, "acme", hookID, nil)
+	expectStatus(t, "list the organization hook after the repository ping", resp, err, http.StatusOK)
+	if acme[0].GetID() != latest[0].GetID() {
+		t.Fatalf("the repository's ping is listed by the organization hook: %+v", acme[0])
+	}
+	resp, err = gh.Organizations.PingHook(ctx, "acme", hookID+1)
+	expectStatus(t, "ping an unknown hook", resp, err, http.StatusNotFound)
 }
 
 // driveHookDeliveryLimits: the deliveries endpoints spend the hour's budget and the secondary

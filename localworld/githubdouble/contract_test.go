@@ -334,6 +334,12 @@ func TestContractWebhookPayloads(t *testing.T) {
 	if _, err := w.SendPing(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := gh.Organizations.PingHook(context.Background(), "acme", hookID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gh.Repositories.PingHook(context.Background(), "solo", "tool", hookID); err != nil {
+		t.Fatal(err)
+	}
 	waitHooks(t, w.Server)
 
 	validated := map[string]int{}

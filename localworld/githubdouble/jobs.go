@@ -73,31 +73,51 @@ type job struct {
 // QueueJob creates a workflow run with one queued job and sends its "queued" webhook. The job
 // waits until a runner that can see it acquires work.
 func (s *Server) QueueJob(spec JobSpec) (Job, error) {
-	if len(spec.Labels) == 0 {
-		return Job{}, errors.New("githubdouble: a job needs at least one label")
+	jobs, err := s.QueueMatrix(spec, 1)
+	if err != nil {
+		return Job{}, err
+	}
+	return jobs[0], nil
+}
+
+// MaxMatrixJobs is GitHub's limit of the jobs a matrix generates in one workflow run.
+const MaxMatrixJobs = 256
+
+// QueueMatrix creates one workflow run with n queued jobs of the spec (a matrix: same labels,
+// one run) and sends each job's "queued" webhook, in job order.
+func (s *Server) QueueMatrix(spec JobSpec, n int) ([]Job, error) {
+	switch {
+	case len(spec.Labels) == 0:
+		return nil, errors.New("githubdouble: a job needs at least one label")
+	case n < 1 || n > MaxMatrixJobs:
+		return nil, fmt.Errorf("githubdouble: a run has 1 to %d matrix jobs, not %d", MaxMatrixJobs, n)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	repo, ok := s.st.repos[lower(spec.Repository)]
 	if !ok {
-		return Job{}, fmt.Errorf("githubdouble: unknown repository %q", spec.Repository)
+		return nil, fmt.Errorf("githubdouble: unknown repository %q", spec.Repository)
 	}
 	now := s.now()
-	j := &job{Job: Job{
-		ID: s.st.next("job"), RunID: s.st.next("run"), Repository: repo.fullName(),
-		Labels: slices.Clone(spec.Labels), Workflow: cmp.Or(spec.Workflow, "CI"), Name: cmp.Or(spec.Name, "build"),
-		HeadBranch: cmp.Or(spec.HeadBranch, "main"), Status: StatusQueued,
-		// GitHub sets started_at when the job is queued and again when a runner picks it up.
-		CreatedAt: now, StartedAt: now,
-	}, repoKey: lower(repo.fullName())}
-	j.headSHA = fmt.Sprintf("%040x", j.RunID)
-	s.st.jobs[j.ID] = j
-	s.st.queued = append(s.st.queued, j.ID)
-	s.log.Debug("job queued", "jobID", j.ID, "repository", j.Repository, "labels", j.Labels)
-	s.emitJobEvent(j, "queued")
-	s.routeToScaleSet(j)
+	runID := s.st.next("run")
+	out := make([]Job, 0, n)
+	for range n {
+		j := &job{Job: Job{
+			ID: s.st.next("job"), RunID: runID, Repository: repo.fullName(),
+			Labels: slices.Clone(spec.Labels), Workflow: cmp.Or(spec.Workflow, "CI"), Name: cmp.Or(spec.Name, "build"),
+			HeadBranch: cmp.Or(spec.HeadBranch, "main"), Status: StatusQueued,
+			// GitHub sets started_at when the job is queued and again when a runner picks it up.
+			CreatedAt: now, StartedAt: now,
+		}, repoKey: lower(repo.fullName()), headSHA: fmt.Sprintf("%040x", runID)}
+		s.st.jobs[j.ID] = j
+		s.st.queued = append(s.st.queued, j.ID)
+		s.log.Debug("job queued", "jobID", j.ID, "runID", runID, "repository", j.Repository, "labels", j.Labels)
+		s.emitJobEvent(j, "queued")
+		s.routeToScaleSet(j)
+		out = append(out, j.Job)
+	}
 	s.st.wakeWaiters()
-	return j.Job, nil
+	return out, nil
 }
 
 // CancelJob cancels a job: a queued job completes as cancelled without a runner; a job in

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 )
 
 const docsRuns = "https://docs.github.com/rest/actions/workflow-runs"
@@ -20,6 +21,72 @@ func (s *Server) jobsOfRepo(repoKey string, keep func(*job) bool) []*job {
 	}
 	slices.SortFunc(out, func(a, b *job) int { return cmp.Compare(b.ID, a.ID) })
 	return out
+}
+
+// runsOfRepo returns the repository's runs, newest first, each as its first job with the
+// run's status and conclusion in place of the job's (runStatus), kept by the filter. Callers
+// hold s.mu.
+func (s *Server) runsOfRepo(repoKey string, keep func(*job) bool) []*job {
+	byRun := map[int64][]*job{}
+	for _, j := range s.jobsOfRepo(repoKey, func(*job) bool { return true }) {
+		byRun[j.RunID] = append(byRun[j.RunID], j)
+	}
+	var out []*job
+	for _, jobs := range byRun {
+		run := *jobs[len(jobs)-1] // the run's first job (jobs are newest first)
+		run.Status, run.Conclusion = runStatus(jobs)
+		for _, j := range jobs {
+			run.CompletedAt = maxTime(run.CompletedAt, j.CompletedAt)
+			run.StartedAt = minTime(run.StartedAt, j.StartedAt)
+		}
+		if keep(&run) {
+			out = append(out, &run)
+		}
+	}
+	slices.SortFunc(out, func(a, b *job) int { return cmp.Compare(b.RunID, a.RunID) })
+	return out
+}
+
+// runStatus is a run's status from its jobs: queued while every job is, completed once every
+// job is (failure, then cancelled, outranking success), in progress otherwise.
+func runStatus(jobs []*job) (status, conclusion string) {
+	if len(jobs) == 1 {
+		return jobs[0].Status, jobs[0].Conclusion
+	}
+	queued, completed := 0, 0
+	conclusion = ConclusionSuccess
+	for _, j := range jobs {
+		switch j.Status {
+		case StatusQueued:
+			queued++
+		case StatusCompleted:
+			completed++
+			if j.Conclusion == ConclusionFailure || (j.Conclusion == ConclusionCancelled && conclusion != ConclusionFailure) {
+				conclusion = j.Conclusion
+			}
+		}
+	}
+	switch {
+	case queued == len(jobs):
+		return StatusQueued, ""
+	case completed == len(jobs):
+		return StatusCompleted, conclusion
+	}
+	return StatusInProgress, ""
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func minTime(a, b time.Time) time.Time {
+	if !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // statusFilter implements the "status" query parameter, which matches a status or a conclusion.
@@ -38,17 +105,17 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
 		return
 	}
-	jobs := s.jobsOfRepo(lower(repo.fullName()), statusFilter(r))
-	page := paginate(r, len(jobs))
-	runs := make([]map[string]any, 0, page.end-page.start)
-	for _, j := range jobs[page.start:page.end] {
-		runs = append(runs, s.renderRun(j, repo))
+	runs := s.runsOfRepo(lower(repo.fullName()), statusFilter(r))
+	page := paginate(r, len(runs))
+	out := make([]map[string]any, 0, page.end-page.start)
+	for _, run := range runs[page.start:page.end] {
+		out = append(out, s.renderRun(run, repo))
 	}
 	page.setLink(w, r)
 	s.writeConditional(w, r, struct {
 		TotalCount   int              `json:"total_count"`
 		WorkflowRuns []map[string]any `json:"workflow_runs"`
-	}{len(jobs), runs})
+	}{len(runs), out})
 }
 
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
@@ -62,6 +129,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	byStatus := statusFilter(r)
 	jobs := s.jobsOfRepo(lower(repo.fullName()), func(j *job) bool { return j.RunID == runID && byStatus(j) })
+	slices.Reverse(jobs) // a run lists its jobs in the order they were made
 	if len(jobs) == 0 && !s.runExists(lower(repo.fullName()), runID) {
 		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
 		return

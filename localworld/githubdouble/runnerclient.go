@@ -97,9 +97,7 @@ func (c *RunnerClient) ConnectJIT(ctx context.Context, encodedJITConfig string) 
 // replaced (config.sh --replace); a name held by an online runner is a conflict.
 func (c *RunnerClient) RegisterWithToken(ctx context.Context, req RegisterRequest) (RunnerSession, error) {
 	var out sessionJSON
-	err := c.call(ctx, "", "register", registerJSON{
-		Token: req.Token, Name: req.Name, Labels: req.Labels, RunnerGroup: req.RunnerGroup, Ephemeral: req.Ephemeral,
-	}, &out)
+	err := c.call(ctx, "", "register", registerJSON(req), &out)
 	return RunnerSession(out), err
 }
 

@@ -220,6 +220,9 @@ func (s *Server) handleListRunners(w http.ResponseWriter, r *http.Request) {
 		TotalCount int          `json:"total_count"`
 		Runners    []runnerJSON `json:"runners"`
 	}{len(matched), out})
+	if nameFilter == "" {
+		s.afterListPage(scope, page.number)
+	}
 }
 
 // runnerInScope resolves the {runner_id} of a runner route; GitHub answers 404 for a runner of

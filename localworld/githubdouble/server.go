@@ -94,6 +94,8 @@ type Server struct {
 	slow time.Duration
 	// service holds the Actions service's faults: its throttle and outage.
 	service serviceFaults
+	// listRemoval, when set, removes runners after a runner listing's page (RemoveAfterListPage).
+	listRemoval *listRemoval
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
@@ -207,6 +209,7 @@ func (s *Server) routes() *http.ServeMux {
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/jobs/{job_id}", s.handleGetJob)
 	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
 	s.registerHookDeliveries(mux)
+	s.registerHookPings(mux)
 	s.registerRunnerProtocol(mux)
 	s.registerActionsService(mux)
 	// GitHub Enterprise Server serves the REST API under /api/v3, and the scale-set client

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"time"
 )
@@ -74,7 +75,12 @@ func (s *Server) emitJobEvent(j *job, action string) {
 
 // SendPing delivers a ping event, as GitHub does when a webhook is created, and returns its
 // delivery id.
-func (s *Server) SendPing() (string, error) {
+func (s *Server) SendPing() (string, error) { return s.ping(nil) }
+
+// ping queues a ping delivery to the hook's URL. origin adds where the hook lives (an
+// organization's or a repository's, as the payload of a ping through that hook's endpoint
+// says); nil is the hook as the App's or as created.
+func (s *Server) ping(origin map[string]any) (string, error) {
 	s.mu.Lock()
 	url, _ := s.hooks.config()
 	now := formatTime(s.now())
@@ -84,10 +90,16 @@ func (s *Server) SendPing() (string, error) {
 		"config":     map[string]any{"content_type": "json", "insecure_ssl": "0", "url": url},
 		"created_at": now, "updated_at": now,
 	}
-	if s.cfg.App != nil {
+	_, viaOrg := origin["organization"]
+	_, viaRepo := origin["repository"]
+	switch {
+	case viaOrg:
+		hook["type"] = "Organization"
+	case !viaRepo && s.cfg.App != nil:
 		hook["type"], hook["app_id"] = "App", s.cfg.App.ID
 	}
 	payload := map[string]any{"zen": "Keep it logically awesome.", "hook_id": hookID, "hook": hook, "sender": s.sender()}
+	maps.Copy(payload, origin)
 	s.mu.Unlock()
 	if url == "" {
 		return "", errors.New("githubdouble: no webhook URL configured")

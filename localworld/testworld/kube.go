@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -347,6 +348,24 @@ func (k *Kube) ImpersonatingConfig(user string, groups ...string) *rest.Config {
 	cfg := rest.CopyConfig(k.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return cfg
+}
+
+// ServiceAccountConfig returns a configuration that authenticates as the ServiceAccount ns/name
+// with a token the API server issues for it (TokenRequest, as the kubelet mounts one in a
+// pod), and no client certificate: what a pod running as that ServiceAccount may do, this may
+// do. The ServiceAccount is created if it does not exist.
+func (k *Kube) ServiceAccountConfig(ctx context.Context, ns, name string) (*rest.Config, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if _, err := k.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create service account %s/%s: %w", ns, name, err)
+	}
+	tr, err := k.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for service account %s/%s: %w", ns, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(k.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, nil
 }
 
 // freePorts asks the kernel for n distinct free ports on 127.0.0.1. They are released before

@@ -191,6 +191,21 @@ volumeMounts:
 {{- end -}}
 
 {{/*
+The warm namespace: warm.namespace, or "<release namespace>-warm". Never the release's own
+(warm registrations would wait beside the runners) and never longer than a namespace name may be.
+*/}}
+{{- define "runnerflow.warmNamespace" -}}
+{{- $ns := .Values.warm.namespace | default (printf "%s-warm" .Release.Namespace) -}}
+{{- if eq $ns .Release.Namespace -}}
+{{- fail (printf "warm.namespace is the release's namespace %s; warm registrations must wait apart from the runners (docs/security.md)" $ns) -}}
+{{- end -}}
+{{- if gt (len $ns) 63 -}}
+{{- fail (printf "the warm namespace %s is longer than 63 characters; set warm.namespace" $ns) -}}
+{{- end -}}
+{{- $ns -}}
+{{- end -}}
+
+{{/*
 The pools file: one YAML document per pool of .Values.pools. A pool without a namespace gets
 the release's; another namespace is refused, because the worker's Role covers only this one.
 */}}
