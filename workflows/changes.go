@@ -58,6 +58,7 @@ var Changes = []Change{
 	{changeCheckStaleReservations, PoolWorkflowType, "v5", "a reservation renewed ReservationRenewalsBeforeCheck times with no runner online makes a check of reserved jobs due"},
 	{changeLiftReadEnds, PoolWorkflowType, "v5", "a check lifts only the unattributed ends it accounts for; an end past its hold no longer makes a check due"},
 	{changeWarmApart, PoolWorkflowType, "v5", "warm registrations are minted into the warm namespace, their spent Secrets removed in batches, old in-place ones retired"},
+	{changeScaleSetPools, PoolWorkflowType, "v5", "a scale-set pool brings its set up, starts its listener and scales on the set's messages"},
 	{changeWarmApartCopy, RunnerWorkflowType, "v5", "a runner whose warm registration waits in another namespace starts from a copy (StartWarmRunner)"},
 	{changeReconcileNamedClusters, ReconcileWorkflowType, "v5", "a run also lists pods and Secrets in the named clusters running pools name"},
 	{changeConfirmGone, RunnerWorkflowType, "v5", "a listing's silence is confirmed by GET runner by id; only a 404 ends the runner"},

@@ -36,10 +36,18 @@ const (
 	ScaleSetListenerWorkflowType = "scaleset-listener"
 	// SignalScaleSetMessage hands a scale set's message to its pool (ScaleSetMessageSignal).
 	SignalScaleSetMessage = "scaleset-message"
+	// SignalScaleSetListenerEnded tells the pool its listener ended (ScaleSetListenerEnded).
+	SignalScaleSetListenerEnded = "scaleset-listener-ended"
+	// SignalScaleSetCapacity tells a listener the pool's new maximum (ScaleSetCapacity).
+	SignalScaleSetCapacity = "scaleset-capacity"
 )
 
-// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener.
-func ScaleSetListenerWorkflowID(pool string) string { return "scaleset-listener/" + pool }
+// ScaleSetListenerWorkflowID is the id of a scale-set pool's listener of one set: a set
+// created again (GitHub deleted it, or the spec names another) gets a listener of its own,
+// so the old one's end never collides with the new one's start.
+func ScaleSetListenerWorkflowID(pool string, scaleSetID int64) string {
+	return "scaleset-listener/" + pool + "/" + strconv.FormatInt(scaleSetID, 10)
+}
 
 // Activities of runner scale sets (activities/scaleset_*.go).
 const (
@@ -83,6 +91,7 @@ var Definitions = []Definition{
 	{Name: ScopeListingWorkflowType, Fn: ScopeListingWorkflow},
 	{Name: RepoPullWorkflowType, Fn: RepoPullWorkflow},
 	{Name: UnmatchedJobsWorkflowType, Fn: UnmatchedJobsWorkflow},
+	{Name: ScaleSetListenerWorkflowType, Fn: ScaleSetListenerWorkflow},
 }
 
 // ReconcileScheduleID is the one Temporal Schedule of a deployment (a Temporal namespace) that

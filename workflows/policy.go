@@ -970,3 +970,36 @@ var ScaleSetSessionCallPolicy = workflow.ActivityOptions{
 // pool fits — enough for an hour of a busy organization's mislabelled jobs, small enough that
 // its state (about 200 bytes a job) stays far below a payload's limit across continue-as-new.
 const UnmatchedJobsMax = 500
+
+// ScaleSetListenerRestartDelay: a set that could not be brought to the spec, or a listener
+// that ended (or did not start) for another reason than the set's deletion, is tried again
+// after this long; the pool's loop waits for it on its timer, so a lasting failure costs one
+// attempt a minute, visible in the pool's status.
+const ScaleSetListenerRestartDelay = time.Minute
+
+// ScaleSetListenerChildPolicy: a set's listener outlives the pool run that started it
+// (continue-as-new), so a message session is never dropped for the pool's housekeeping; a new
+// listener of the same set may follow one that ended.
+func ScaleSetListenerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            workflowID,
+		TaskQueue:             TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}
+}
+
+// ScaleSetForcedRunnerRemovalPolicy: removing a force-removed scale-set runner (its pod is
+// gone, its job about to fail) retries the service's busy refusal as ForceUnregisterPolicy
+// retries REST's, bounded by ForceRemoveBusyGrace.
+var ScaleSetForcedRunnerRemovalPolicy = workflow.ActivityOptions{
+	TaskQueue:              ScaleSetTaskQueue,
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: ForceRemoveBusyGrace,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        5 * time.Second,
+		BackoffCoefficient:     1,
+		MaximumInterval:        5 * time.Second,
+		NonRetryableErrorTypes: scaleSetNonRetryable,
+	},
+}

@@ -66,6 +66,11 @@ type pool struct {
 	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
 	pulling     bool
 	pullVersion *workflow.Version
+	// scaleSetBusy is true while the set is brought to the spec or its listener started
+	// (continue-as-new waits for it); scaleSetVersion is changeScaleSetPools', asked once per
+	// run by a scale-set pool (pool_scaleset.go).
+	scaleSetBusy    bool
+	scaleSetVersion *workflow.Version
 	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
 	// (pool_pull_shared.go).
 	sharedVersion *workflow.Version
@@ -106,6 +111,7 @@ func (p *pool) run() error {
 	}
 	p.receiveSignals()
 	p.receiveScopeListing()
+	p.receiveScaleSet()
 	p.receiveRepoPull()
 	for {
 		now := workflow.Now(p.ctx)
@@ -118,6 +124,7 @@ func (p *pool) run() error {
 		}
 		p.pruneReservations(now)
 		p.tendPull(now)
+		p.tendScaleSet(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -147,8 +154,8 @@ func (p *pool) decide(now time.Time) Plan {
 	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		elsewhere = p.busyElsewhere(now)
 	}
-	return Decide(DecideInput{
-		Pull:           p.pullDecision(now),
+	plan := Decide(DecideInput{
+		Pull:           p.demandDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),
@@ -162,6 +169,8 @@ func (p *pool) decide(now time.Time) Plan {
 		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
 		StartNotBefore: p.st.StartNotBefore,
 	})
+	p.holdStartsForScaleSet(&plan)
+	return plan
 }
 
 // runnersKnowJobs is true once a runner reported its job (runner code that reports jobs).
@@ -272,7 +281,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake())
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
@@ -355,7 +364,7 @@ func (p *pool) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && !p.scaleSetBusy && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

@@ -107,6 +107,9 @@ func (p *pool) start(s StartRunner, now time.Time) RunnerInput {
 	}
 	r := PoolRunner{Name: name, Seq: seq, TemplateHash: p.st.TemplateHash, State: RunnerPending, StartedAt: now, Since: now, Warm: reg != nil}
 	in := RunnerInput{Pool: spec.Name, Name: name, Spec: spec.runnerSpec(p.st.TemplateHash), Warm: reg}
+	if p.st.ScaleSet != nil {
+		in.Spec.ScaleSetID = p.st.ScaleSet.ScaleSetID
+	}
 	if workflow.GetVersion(p.ctx, changeWatchRegistration, workflow.DefaultVersion, 1) >= 1 {
 		r.Watched, in.PoolWatches = true, true
 	}

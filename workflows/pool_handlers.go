@@ -216,6 +216,10 @@ func (p *pool) validateApply(req ApplyRequest) error {
 	if spec.Name != p.st.Spec.Name {
 		return fmt.Errorf("spec.name: %q cannot be applied to pool %q (a pool cannot be renamed)", spec.Name, p.st.Spec.Name)
 	}
+	if spec.IsScaleSet() != p.st.Spec.IsScaleSet() {
+		// Its runners, demand and listener are another kind's: a new pool is the clean cut.
+		return fmt.Errorf("spec.scaleSet: pool %q cannot become or stop being a scale set's; apply it as a new pool", spec.Name)
+	}
 	if errs := spec.ValidateNew(field.NewPath("spec")); len(errs) > 0 {
 		return errs.ToAggregate()
 	}
@@ -423,6 +427,6 @@ func (p *pool) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
-		Pull: p.pullStatus(),
+		Pull: p.pullStatus(), ScaleSet: p.scaleSetStatus(),
 	}, nil
 }

@@ -168,6 +168,8 @@ type PoolState struct {
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
 	// Pull is the pull's state while the spec has a pull section.
 	Pull *PullState `json:"pull,omitempty"`
+	// ScaleSet is the set's state while the spec has a scaleSet section (pool_scaleset.go).
+	ScaleSet *PoolScaleSetState `json:"scaleSet,omitempty"`
 }
 
 // PoolRunner is one runner as its pool tracks it, from the runner's own reports.
@@ -321,6 +323,9 @@ type PoolStatus struct {
 	Clusters []ClusterRunners `json:"clusters,omitempty"`
 	// Pull is what the pool last read from GitHub, when its spec has a pull section.
 	Pull *PullStatus `json:"pull,omitempty"`
+	// ScaleSet is the set, its session, last message and GitHub's statistics, for a
+	// scale-set pool.
+	ScaleSet *PoolScaleSetState `json:"scaleSet,omitempty"`
 }
 
 // ListRunnersResultBrief summarises the last runner listing in PoolStatus.

@@ -16,13 +16,14 @@ import (
 // integration tests with RUNNERFLOW_RECORD_HISTORY set) or `temporal workflow show --output
 // json`; the builds before releases had names are v1 to v4, the releases of CHANGELOG.md.
 var replayGlobs = map[string]string{
-	RunnerWorkflowType:        "runner-*.json",
-	PoolWorkflowType:          "pool-*.json",
-	ScaleWindowWorkflowType:   "scale-window-*.json",
-	ReconcileWorkflowType:     "reconcile-*.json",
-	ScopeListingWorkflowType:  "scope-listing-*.json",
-	RepoPullWorkflowType:      "repo-pull-*.json",
-	UnmatchedJobsWorkflowType: "unmatched-jobs-*.json",
+	RunnerWorkflowType:           "runner-*.json",
+	PoolWorkflowType:             "pool-*.json",
+	ScaleWindowWorkflowType:      "scale-window-*.json",
+	ReconcileWorkflowType:        "reconcile-*.json",
+	ScopeListingWorkflowType:     "scope-listing-*.json",
+	RepoPullWorkflowType:         "repo-pull-*.json",
+	UnmatchedJobsWorkflowType:    "unmatched-jobs-*.json",
+	ScaleSetListenerWorkflowType: "scaleset-listener-*.json",
 }
 
 // TestReplaysRecordedHistories replays every history recorded from real runs against the real

@@ -194,7 +194,7 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		if r.lean {
 			regIn.Pod = &podIn // created by the registration, owned by its Secret
 		}
-		reg, err := registerRunner(ctx, regIn)
+		reg, err := r.register(ctx, regIn)
 		if err != nil {
 			r.keepRegistrationOf(err)
 			return fmt.Errorf("register runner: %w", err)
@@ -282,7 +282,7 @@ func (r *runner) cleanup(ctx workflow.Context, end ending) error {
 	r.cleaningUp = true
 	defer func() { r.cleaningUp = false }()
 	if r.registered && !end.githubDone {
-		if _, err := removeRunner(ctx, r.runnerRef()); err != nil {
+		if err := r.unregister(ctx, false); err != nil {
 			return fmt.Errorf("remove runner from GitHub: %w", err)
 		}
 	}

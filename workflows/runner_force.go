@@ -48,7 +48,7 @@ func (r *runner) forceCleanup(ctx workflow.Context) error {
 		r.podUID = ""
 	}
 	if r.registered {
-		if _, err := removeForcedRunner(ctx, r.runnerRef()); err != nil {
+		if err := r.unregister(ctx, true); err != nil {
 			return fmt.Errorf("remove force-removed runner from GitHub: %w", err)
 		}
 	}

@@ -114,8 +114,31 @@ func insertSorted(ids []int64, id int64) []int64 {
 // or GitHub's assigned count when that is higher (jobs assigned before the ledger began, under
 // an earlier session), plus the idle runners kept ready for the next job, within the bounds.
 // GitHub's count is only a hint: it arrives with every message, so a count that fell is taken
-// at the next one, and it can never raise the pool above its maximum.
-func ScaleSetDemand(l ScaleSetLedger, stats ScaleSetStatistics, b Bounds) int {
-	jobs := max(l.Jobs(), stats.AssignedJobs)
+// at the next one, and it can never raise the pool above its maximum. Done jobs (ScaleSetJobsDone)
+// are running jobs whose runner is finished with them: their completed message may still be on
+// its way, but they need no runner, in the ledger's count or in GitHub's.
+func ScaleSetDemand(l ScaleSetLedger, stats ScaleSetStatistics, b Bounds, done int) int {
+	jobs := max(l.Jobs(), stats.AssignedJobs) - done
 	return min(max(jobs+b.MinIdle, b.Min), b.Max)
+}
+
+// ScaleSetJobsDone counts the ledger's running jobs whose runner is leaving or gone from the
+// pool: an ephemeral runner leaves when its job ends, often before the service says so.
+func ScaleSetJobsDone(l ScaleSetLedger, runners []PoolRunner) int {
+	n := 0
+	for _, j := range l.Running {
+		if j.RunnerName == "" {
+			continue
+		}
+		i := slices.IndexFunc(runners, func(r PoolRunner) bool { return r.Name == j.RunnerName })
+		if i < 0 {
+			n++
+			continue
+		}
+		r := runners[i]
+		if r.State.Terminal() || r.Draining || r.State == RunnerDraining || r.Removing {
+			n++
+		}
+	}
+	return n
 }

@@ -105,21 +105,38 @@ func TestScaleSetDemand(t *testing.T) {
 		name     string
 		ledger   ScaleSetLedger
 		assigned int
+		done     int
 		bounds   Bounds
 		want     int
 	}{
-		{"each open job once", ledger, 3, Bounds{Max: 10}, 3},
-		{"GitHub's lower count does not drop known jobs", ledger, 1, Bounds{Max: 10}, 3},
-		{"GitHub's higher count brings jobs the ledger missed", ledger, 5, Bounds{Max: 10}, 5},
-		{"idle runners ready on top", ledger, 3, Bounds{Max: 10, MinIdle: 2}, 5},
-		{"never below the minimum", ScaleSetLedger{}, 0, Bounds{Min: 2, Max: 10}, 2},
-		{"never above the maximum", ledger, 40, Bounds{Max: 4, MinIdle: 1}, 4},
-		{"a maximum of zero runs nothing", ledger, 3, Bounds{Min: 0, Max: 0, MinIdle: 1}, 0},
+		{"each open job once", ledger, 3, 0, Bounds{Max: 10}, 3},
+		{"GitHub's lower count does not drop known jobs", ledger, 1, 0, Bounds{Max: 10}, 3},
+		{"GitHub's higher count brings jobs the ledger missed", ledger, 5, 0, Bounds{Max: 10}, 5},
+		{"idle runners ready on top", ledger, 3, 0, Bounds{Max: 10, MinIdle: 2}, 5},
+		{"never below the minimum", ScaleSetLedger{}, 0, 0, Bounds{Min: 2, Max: 10}, 2},
+		{"never above the maximum", ledger, 40, 0, Bounds{Max: 4, MinIdle: 1}, 4},
+		{"a maximum of zero runs nothing", ledger, 3, 0, Bounds{Min: 0, Max: 0, MinIdle: 1}, 0},
+		{"a job whose runner is done needs none, in either count", ledger, 3, 1, Bounds{Max: 10}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ScaleSetDemand(tc.ledger, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.bounds); got != tc.want {
+			if got := ScaleSetDemand(tc.ledger, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.bounds, tc.done); got != tc.want {
 				t.Errorf("ScaleSetDemand = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestScaleSetJobsDone(t *testing.T) {
+	ledger := ScaleSetLedger{Running: []ScaleSetRunningJob{
+		{RunnerRequestID: 1, RunnerName: "busy"}, {RunnerRequestID: 2, RunnerName: "leaving"},
+		{RunnerRequestID: 3, RunnerName: "gone"}, {RunnerRequestID: 4}, {RunnerRequestID: 5, RunnerName: "removing"},
+	}}
+	runners := []PoolRunner{
+		{Name: "busy", State: RunnerBusy, Busy: true}, {Name: "leaving", State: RunnerDraining},
+		{Name: "removing", State: RunnerBusy, Removing: true},
+	}
+	// Runner 4's name is not known yet: its job is not taken for done.
+	if got := ScaleSetJobsDone(ledger, runners); got != 3 {
+		t.Errorf("ScaleSetJobsDone = %d, want 3 (leaving, gone, removing)", got)
 	}
 }

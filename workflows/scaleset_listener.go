@@ -30,7 +30,23 @@ type ScaleSetListenerState struct {
 // ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
 // (ApplyScaleSetMessage), so a message handed twice counts once.
 type ScaleSetMessageSignal struct {
-	Message ScaleSetMessage `json:"message"`
+	// ScaleSetID and SessionID say whose message it is: a pool ignores a set it moved on from.
+	ScaleSetID int64           `json:"scaleSetID"`
+	SessionID  string          `json:"sessionID,omitempty"`
+	Message    ScaleSetMessage `json:"message"`
+}
+
+// ScaleSetCapacity is the pool's maximum, which the listener reports to the service.
+type ScaleSetCapacity struct {
+	MaxCapacity int `json:"maxCapacity"`
+}
+
+// ScaleSetListenerEnded tells the pool its listener of a set ended: Gone when GitHub no longer
+// has the set (the pool creates it again), otherwise Reason says why.
+type ScaleSetListenerEnded struct {
+	ScaleSetID int64  `json:"scaleSetID"`
+	Gone       bool   `json:"gone,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // ScaleSetListenerResult says why the listener ended.
@@ -49,7 +65,22 @@ func ScaleSetListenerWorkflow(ctx workflow.Context, in ScaleSetListenerInput) (S
 	if in.State != nil {
 		l.st = *in.State
 	}
-	return l.run()
+	res, err := l.run()
+	var can *workflow.ContinueAsNewError
+	if err != nil && !errors.As(err, &can) {
+		l.tellPoolEnded(err)
+	}
+	return res, err
+}
+
+// tellPoolEnded tells the pool the listener is ending, so it creates the set again or starts
+// another listener. Best effort: a pool that is gone needs no telling.
+func (l *scaleSetListener) tellPoolEnded(cause error) {
+	ended := ScaleSetListenerEnded{ScaleSetID: l.in.ScaleSetID, Gone: isType(cause, ErrScaleSetGone), Reason: cause.Error()}
+	err := workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetListenerEnded, ended).Get(l.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(l.ctx).Warn("Pool not told of the listener's end", "pool", l.in.Pool, "error", err)
+	}
 }
 
 type scaleSetListener struct {
@@ -60,7 +91,13 @@ type scaleSetListener struct {
 }
 
 func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
+	capacity := workflow.GetSignalChannel(l.ctx, SignalScaleSetCapacity)
 	for {
+		// The newest maximum the pool sent is reported with the next poll (and carried on).
+		var c ScaleSetCapacity
+		for capacity.ReceiveAsync(&c) {
+			l.in.MaxCapacity = c.MaxCapacity
+		}
 		if err := l.ensureSession(); err != nil {
 			return l.result(), err
 		}
@@ -96,7 +133,7 @@ func (l *scaleSetListener) ensureSession() error {
 	ctx := workflow.WithActivityOptions(l.ctx, ScaleSetSessionOpenPolicy)
 	var out OpenScaleSetSessionOutput
 	err := workflow.ExecuteActivity(ctx, ActivityOpenScaleSetSession, OpenScaleSetSessionInput{
-		Scope: l.in.Scope, ScaleSetID: l.in.ScaleSetID, Owner: ScaleSetListenerWorkflowID(l.in.Pool),
+		Scope: l.in.Scope, ScaleSetID: l.in.ScaleSetID, Owner: ScaleSetListenerWorkflowID(l.in.Pool, l.in.ScaleSetID),
 	}).Get(ctx, &out)
 	if err != nil {
 		return err
@@ -159,7 +196,7 @@ func isType(err error, typ string) bool {
 // the service forget it.
 func (l *scaleSetListener) handOver(msg ScaleSetMessage) error {
 	return workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetMessage,
-		ScaleSetMessageSignal{Message: msg}).Get(l.ctx, nil)
+		ScaleSetMessageSignal{ScaleSetID: l.in.ScaleSetID, SessionID: l.st.Session.SessionID, Message: msg}).Get(l.ctx, nil)
 }
 
 // acknowledge deletes the handed-over message at the service. If the session is lost first,

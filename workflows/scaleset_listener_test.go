@@ -18,6 +18,7 @@ import (
 type listenerWorld struct {
 	t      *testing.T
 	env    *testsuite.TestWorkflowEnvironment
+	ended  []ScaleSetListenerEnded
 	polls  []func() (PollScaleSetOutput, error)
 	calls  []string
 	opened int
@@ -56,6 +57,11 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			w.calls = append(w.calls, "hand over")
+			return nil
+		})
+	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetListenerEnded, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			w.ended = append(w.ended, arg.(ScaleSetListenerEnded))
 			return nil
 		})
 	return w
@@ -165,5 +171,8 @@ func TestScaleSetListenerEndsWhenTheSetIsGone(t *testing.T) {
 	w.env.ExecuteWorkflow(ScaleSetListenerWorkflowType, ScaleSetListenerInput{Pool: "ss", ScaleSetID: 5, Scope: Scope{Organization: "acme"}})
 	if err := w.env.GetWorkflowError(); !isType(err, ErrScaleSetGone) {
 		t.Errorf("the listener ended with %v, want ScaleSetGone for the pool to recreate the set", err)
+	}
+	if len(w.ended) != 1 || !w.ended[0].Gone || w.ended[0].ScaleSetID != 5 {
+		t.Errorf("the pool was told %+v, want one end of set 5, gone", w.ended)
 	}
 }

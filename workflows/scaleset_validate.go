@@ -31,15 +31,12 @@ func (s PoolSpec) validateScaleSet(path *field.Path) field.ErrorList {
 	if !s.IsEphemeral() {
 		errs = append(errs, field.Forbidden(path.Child("ephemeral"), "a scale set's runners are just-in-time runners, one job each; remove ephemeral: false or scaleSet"))
 	}
+	if len(s.Clusters) > 0 {
+		// The set's configuration is written into a Secret on the worker's own cluster.
+		errs = append(errs, field.Forbidden(path.Child("clusters"), "a scale set's runners run on the worker's own cluster in this version; remove clusters or scaleSet"))
+	}
 	if s.WarmRegistrations > 0 {
 		errs = append(errs, field.Forbidden(path.Child("warmRegistrations"), "a scale-set pool's runners get their configurations from the set as they start; remove warmRegistrations or scaleSet"))
 	}
-	return append(errs, refuseUnservedScaleSet(p)...)
-}
-
-// refuseUnservedScaleSet refuses every scale-set pool until this build's worker serves them
-// (the set, its durable listener and its runners): a pool applied before then would start no
-// runner for its jobs. It goes when the listener lands.
-func refuseUnservedScaleSet(p *field.Path) field.ErrorList {
-	return field.ErrorList{field.Forbidden(p, "scale-set pools are not served by this version yet (docs/pools.md, Runner scale sets); remove scaleSet")}
+	return errs
 }

@@ -24,26 +24,26 @@ func TestScaleSetSpecDefaultsToThePoolsName(t *testing.T) {
 }
 
 // TestScaleSetSpecValidation: every problem of a scaleSet section is named at its field path,
-// and until the worker serves scale sets every section is refused at pools[0].scaleSet.
+// and a valid section is accepted.
 func TestScaleSetSpecValidation(t *testing.T) {
-	const refused = "pool.scaleSet"
 	for _, tc := range []struct {
 		name   string
 		modify func(*PoolSpec)
-		want   []string // field paths, the refusal included
+		want   []string // field paths
 	}{
-		{"valid section: only the refusal", func(*PoolSpec) {}, []string{refused}},
-		{"name with a space", func(s *PoolSpec) { s.ScaleSet.Name = "linux set" }, []string{"pool.scaleSet.name", refused}},
-		{"name with a comma", func(s *PoolSpec) { s.ScaleSet.Name = "a,b" }, []string{"pool.scaleSet.name", refused}},
-		{"name too long", func(s *PoolSpec) { s.ScaleSet.Name = strings.Repeat("a", maxLabelLength+1) }, []string{"pool.scaleSet.name", refused}},
-		{"with pull", func(s *PoolSpec) { s.Pull = &PullSpec{Metric: PullMetricBusyPercentage} }, []string{"pool.pull", refused}},
-		{"persistent runners", func(s *PoolSpec) { s.Ephemeral = ptr(false) }, []string{"pool.ephemeral", refused}},
-		{"warm registrations", func(s *PoolSpec) { s.WarmRegistrations = 2 }, []string{"pool.warmRegistrations", refused}},
+		{"valid section", func(*PoolSpec) {}, nil},
+		{"name with a space", func(s *PoolSpec) { s.ScaleSet.Name = "linux set" }, []string{"pool.scaleSet.name"}},
+		{"name with a comma", func(s *PoolSpec) { s.ScaleSet.Name = "a,b" }, []string{"pool.scaleSet.name"}},
+		{"name too long", func(s *PoolSpec) { s.ScaleSet.Name = strings.Repeat("a", maxLabelLength+1) }, []string{"pool.scaleSet.name"}},
+		{"with pull", func(s *PoolSpec) { s.Pull = &PullSpec{Metric: PullMetricBusyPercentage} }, []string{"pool.pull"}},
+		{"persistent runners", func(s *PoolSpec) { s.Ephemeral = ptr(false) }, []string{"pool.ephemeral"}},
+		{"warm registrations", func(s *PoolSpec) { s.WarmRegistrations = 2 }, []string{"pool.warmRegistrations"}},
+		{"clusters", func(s *PoolSpec) { s.Clusters = []string{"east"} }, []string{"pool.clusters"}},
 		{"repository with a runner group", func(s *PoolSpec) {
 			s.Organization, s.Repository, s.RunnerGroup = "", "acme/app", "big"
-		}, []string{refused, "pool.runnerGroup"}},
-		{"max below min", func(s *PoolSpec) { s.MaxReplicas = ptr(0) }, []string{"pool.maxReplicas", refused}},
-		{"no labels", func(s *PoolSpec) { s.Labels = nil }, []string{"pool.labels", refused}},
+		}, []string{"pool.runnerGroup"}},
+		{"max below min", func(s *PoolSpec) { s.MaxReplicas = ptr(0) }, []string{"pool.maxReplicas"}},
+		{"no labels", func(s *PoolSpec) { s.Labels = nil }, []string{"pool.labels"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := poolTestSpec()

@@ -91,6 +91,10 @@ type RunnerSpec struct {
 	RegistrationTimeout time.Duration `json:"registrationTimeout,omitempty"`
 	// WorkFolder is the runner's work directory; empty means the runner's default.
 	WorkFolder string `json:"workFolder,omitempty"`
+	// ScaleSetID makes the runner a scale set's: its JIT configuration comes from the set and
+	// its removal goes to the set's service (CreateScaleSetRunner, RemoveScaleSetRunner), no
+	// REST call. Zero: a REST-registered runner, as every runner before scale sets.
+	ScaleSetID int64 `json:"scaleSetID,omitempty"`
 }
 
 // SlotVolume binds one of the pod's volumes to a persistent volume claim of a stateful slot.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,8 @@ type poolTest struct {
 	// warmNS is the worker's warm namespace when the test set one.
 	warmNS string
 	c      client.Client
+	// stopWorker stops the worker the test started with.
+	stopWorker func()
 }
 
 func newPoolTest(t *testing.T, name string) *poolTest {
@@ -70,7 +73,7 @@ func newPoolTestWith(t *testing.T, name string, configure func(*workerapp.Config
 		t.Fatal(err)
 	}
 	p.c = c
-	p.startWorkerWith(configure)
+	p.stopWorker = p.startWorkerWith(configure)
 	// The worker and client go last: the pool is terminated first, so no later test's worker
 	// picks up this pool's tasks.
 	t.Cleanup(c.Close)
@@ -78,8 +81,9 @@ func newPoolTestWith(t *testing.T, name string, configure func(*workerapp.Config
 	return p
 }
 
-// startWorkerWith starts the test's worker with configure's changes to its configuration.
-func (p *poolTest) startWorkerWith(configure func(*workerapp.Config)) {
+// startWorkerWith starts the test's worker with configure's changes to its configuration, and
+// returns what stops it (also run at the test's end; stopping twice is stopping once).
+func (p *poolTest) startWorkerWith(configure func(*workerapp.Config)) (stop func()) {
 	cfg := workerapp.Config{
 		TemporalAddress: world.Temporal.Address, Namespace: world.Temporal.Namespace,
 		Kube: world.Kube.Config, WatchNamespace: p.ns,
@@ -96,12 +100,17 @@ func (p *poolTest) startWorkerWith(configure func(*workerapp.Config)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx) }()
-	p.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			p.t.Errorf("worker: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				p.t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	p.t.Cleanup(stop)
+	return stop
 }
 
 // terminate ends the pool workflow and any runner workflow of it still running.

@@ -67,6 +67,7 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 			b.Runners, b.Reason, b.Since.UTC().Format(time.RFC3339), b.Message)
 	}
 	printPull(w, st.Pull)
+	printScaleSet(w, st.ScaleSet)
 	fmt.Fprintf(w, "  template    %s  generation %s  started %d, finished %d, failed %d\n",
 		st.TemplateHash, st.Generation, st.Totals.Started, st.Totals.Finished, st.Totals.Failed)
 	if len(st.Runners) > 0 {

@@ -82,3 +82,29 @@ func TestPrintStatusShowsRunnersPerCluster(t *testing.T) {
 		t.Errorf("a pool without clusters shows them:\n%s", out.String())
 	}
 }
+
+// A scale-set pool's status shows its set, session, last message and GitHub's statistics; a
+// pool of another mode shows none of it.
+func TestPrintStatusShowsTheScaleSet(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	st := workflows.PoolStatus{Name: "linux", ScaleSet: &workflows.PoolScaleSetState{
+		ScaleSetID: 5, Listening: true, SessionID: "s1", MessageAt: at,
+		Ledger:     workflows.ScaleSetLedger{LastMessageID: 9, Waiting: []int64{1, 2}},
+		Statistics: workflows.ScaleSetStatistics{AssignedJobs: 3, BusyRunners: 1},
+	}}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	for _, want := range []string{
+		`scale set   id 5, listener running, session "s1", last message 9 at 2026-11-26T09:00:00Z`,
+		"2 waiting, 0 running (GitHub: 3 assigned, 0 running; runners 0 registered, 1 busy, 0 idle)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printStatus(&out, workflows.PoolStatus{Name: "webhooks"})
+	if strings.Contains(out.String(), "scale set") {
+		t.Errorf("a pool without a scale set shows one:\n%s", out.String())
+	}
+}

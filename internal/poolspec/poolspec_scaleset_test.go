@@ -26,10 +26,9 @@ func hasProblem(problems []string, prefix, words string) bool {
 	return false
 }
 
-func TestParseScaleSetSectionIsValidatedAndRefusedUntilServed(t *testing.T) {
-	problems := problemsOf(t, validPool+"scaleSet: {name: linux-set, keepOnDelete: true}\n")
-	if len(problems) != 1 || !hasProblem(problems, "pools[0].scaleSet: Forbidden", "not served by this version") {
-		t.Errorf("problems = %q, want only the refusal at pools[0].scaleSet", problems)
+func TestParseScaleSetSectionIsAccepted(t *testing.T) {
+	if _, err := Parse([]byte(validPool + "scaleSet: {name: linux-set, keepOnDelete: true}\n")); err != nil {
+		t.Errorf("Parse = %v, want the section accepted", err)
 	}
 }
 
@@ -56,7 +55,7 @@ func TestParseScaleSetNamedTwiceInOneGroup(t *testing.T) {
 		t.Errorf("problems = %q, want the second set named a duplicate of pools[0]'s", problems)
 	}
 	other := strings.Replace(second, "organization: acme", "organization: other", 1)
-	if problems := problemsOf(t, validPool+"scaleSet: {name: shared}\n---\n"+other+"scaleSet: {name: shared}\n"); hasProblem(problems, "pools[1].scaleSet.name", "Duplicate") {
-		t.Errorf("sets of one name in two organizations reported as duplicates: %q", problems)
+	if _, err := Parse([]byte(validPool + "scaleSet: {name: shared}\n---\n" + other + "scaleSet: {name: shared}\n")); err != nil {
+		t.Errorf("sets of one name in two organizations: %v, want them accepted", err)
 	}
 }

@@ -187,7 +187,9 @@ func New(cfg Config) (_ *App, err error) {
 	if err := a.obs.listenPprof(a.cfg); err != nil {
 		return nil, err
 	}
-	a.buildWorkers()
+	if err := a.buildWorkers(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -262,10 +264,11 @@ func (a *App) dial() error {
 	return nil
 }
 
-// buildWorkers creates the two workers: TaskQueue runs the workflows and the Kubernetes
+// buildWorkers creates the workers: TaskQueue runs the workflows and the Kubernetes
 // activities; GitHubTaskQueue runs only the GitHub activities, under a task-queue rate limit that
-// the Temporal server enforces across all worker replicas (the GitHub budget, declared once).
-func (a *App) buildWorkers() {
+// the Temporal server enforces across all worker replicas (the GitHub budget, declared once);
+// the named clusters' workers and the scale sets' (scalesets.go) follow.
+func (a *App) buildWorkers() error {
 	// Before the first worker.New, which creates the process's cache with the size set now.
 	worker.SetStickyWorkflowCacheSize(a.cfg.StickyWorkflowCacheSize)
 	// Pollers scale with the backlog (the SDK's poller autoscaling, driven by the server's
@@ -308,7 +311,12 @@ func (a *App) buildWorkers() {
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
 	}
-	a.workers = append([]worker.Worker{main, gh}, a.clusterWorkers()...)
+	scaleSets, err := a.scaleSetWorkers()
+	if err != nil {
+		return err
+	}
+	a.workers = append(append([]worker.Worker{main, gh}, a.clusterWorkers()...), scaleSets...)
+	return nil
 }
 
 // deploymentOptions opt both workers into Worker Versioning when a build id is configured. A

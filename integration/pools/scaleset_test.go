@@ -1,0 +1,174 @@
+package pools
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// scaleSetPool applies a scale-set pool of at most maxR runners, with no webhook configured
+// (a scale set needs none), and waits until its set exists at the double with its listener's
+// session open.
+func (p *poolTest) scaleSetPool(maxR int, work string) githubdouble.ScaleSet {
+	p.t.Helper()
+	world.GitHub.SetWebhookURL("")
+	spec := p.spec(0, maxR, work)
+	spec.ScaleSet = &workflows.ScaleSetSpec{}
+	p.apply(spec.WithDefaults())
+	st := p.eventually(wait, "the set created and listened to", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet != nil && st.ScaleSet.ScaleSetID != 0 && st.ScaleSet.Listening
+	})
+	return p.sessionOpen(st.ScaleSet.ScaleSetID)
+}
+
+// sessionOpen waits until the double's set id has a message session open.
+func (p *poolTest) sessionOpen(id int64) githubdouble.ScaleSet {
+	p.t.Helper()
+	var set githubdouble.ScaleSet
+	waitFor(p.t, wait, "the listener's session open at the service", func() bool {
+		for _, s := range world.GitHub.ScaleSets() {
+			if s.ID == id && s.SessionID != "" {
+				set = s
+				return true
+			}
+		}
+		return false
+	})
+	return set
+}
+
+// perRunnerRESTCalls lists the REST calls from index from on routes a runner's lifecycle would
+// use (its JIT registration, a read or removal of one runner); a scale set's runners use none.
+func perRunnerRESTCalls(from int) []string {
+	var out []string
+	for _, c := range world.GitHub.CallLog()[from:] {
+		if strings.Contains(c.Route, "{runner_id}") || strings.Contains(c.Route, "generate-jitconfig") ||
+			strings.Contains(c.Route, "remove-token") {
+			out = append(out, c.Route)
+		}
+	}
+	return out
+}
+
+// TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner: a scale-set pool goes from zero to a
+// runner per job and back to zero through a burst, every job run once on one of its runners,
+// with no REST call for any runner (their configurations and removals go to the Actions
+// service, through the official client).
+func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
+	p := newPoolTest(t, "ss-burst")
+	began := time.Now()
+	set := p.scaleSetPool(10, "2s")
+	t.Logf("set %d listened to after %s", set.ID, time.Since(began).Round(time.Second))
+	if set.Name != p.name || set.MaxCapacity > 10 {
+		t.Errorf("set %+v, want the pool's name and at most its maximum reported", set)
+	}
+	from := len(world.GitHub.CallLog())
+	jit := world.GitHub.ActionsServiceCalls()
+
+	ids := p.queueJobs(8)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	t.Logf("jobs done after %s", time.Since(began).Round(time.Second))
+	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
+		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	minted := 0
+	for k, n := range world.GitHub.ActionsServiceCalls() {
+		if strings.Contains(k.Route, "generatejitconfig") && k.Status < 300 {
+			minted += n - jit[k]
+		}
+	}
+	t.Logf("%d jobs: %d runners started, %d JIT configurations from the set, last message %d, session %s",
+		len(ids), st.Totals.Started, minted, st.ScaleSet.Ledger.LastMessageID, st.ScaleSet.SessionID)
+	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
+		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
+	}
+	if minted != int(st.Totals.Started) {
+		t.Errorf("%d JIT configurations minted at the set for %d runners", minted, st.Totals.Started)
+	}
+	if calls := perRunnerRESTCalls(from); len(calls) != 0 {
+		t.Errorf("REST calls for runners: %q, want none", calls)
+	}
+	if st.ScaleSet.SessionID == "" || st.ScaleSet.Ledger.LastMessageID == 0 {
+		t.Errorf("status %+v: want the session and last message shown", *st.ScaleSet)
+	}
+	listener := workflows.ScaleSetListenerWorkflowID(p.name, set.ID)
+	for _, id := range []string{listener, workflows.PoolWorkflowID(p.name)} {
+		b, err := testworld.HistoryBytes(p.ctx, p.c, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("jitconfig")) || bytes.Contains(b, []byte(world.GitHubToken)) {
+			t.Errorf("%s's history holds a JIT configuration or the token", id)
+		}
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, listener, "", "scaleset-listener-burst")
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-scaleset-burst")
+	}
+}
+
+// TestScaleSetDeletedAtGitHubIsCreatedAgain: GitHub deletes the set (as it does one idle for
+// about a week); the pool creates it again, its listener follows, and jobs run on its runners.
+func TestScaleSetDeletedAtGitHubIsCreatedAgain(t *testing.T) {
+	p := newPoolTest(t, "ss-gone")
+	old := p.scaleSetPool(5, "2s")
+	if !world.GitHub.DeleteScaleSet(old.ID) {
+		t.Fatalf("the double has no set %d", old.ID)
+	}
+	st := p.eventually(wait, "the set created again and listened to", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID != old.ID && st.ScaleSet.ScaleSetID != 0 && st.ScaleSet.Listening && st.ScaleSet.Recreated == 1
+	})
+	p.sessionOpen(st.ScaleSet.ScaleSetID)
+	ids := p.queueJobs(2)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool { return len(st.Runners) == 0 && st.Desired == 0 })
+}
+
+// TestScaleSetListenerOutlivesItsWorker: the worker holding the set's message session is
+// stopped mid-burst and another takes over. The new worker's listener waits out the lost
+// session at the service (409 until the service ends it), opens its own, and takes the
+// messages not yet acknowledged again: every job, including those queued while no worker ran,
+// runs once, on one runner each, and the pool's cursor never goes back.
+func TestScaleSetListenerOutlivesItsWorker(t *testing.T) {
+	p := newPoolTestWith(t, "ss-kill", func(c *workerapp.Config) { c.Identity = "ss-kill-a" })
+	p.scaleSetPool(10, "20s")
+	ids := p.queueJobs(4)
+	before := p.eventually(wait, "runners busy mid-burst", func(st workflows.PoolStatus) bool {
+		return count(st, workflows.RunnerBusy, "") >= 2
+	})
+	p.stopWorker()
+	ids = append(ids, p.queueJobs(4)...)
+	p.startWorkerWith(func(c *workerapp.Config) { c.Identity = "ss-kill-b" })
+
+	var jobs []githubdouble.Job
+	waitFor(t, 6*time.Minute, "every job completed", func() bool {
+		jobs = jobs[:0]
+		for _, id := range ids {
+			j, ok := world.GitHub.Job(id)
+			if !ok || j.Status != githubdouble.StatusCompleted {
+				return false
+			}
+			jobs = append(jobs, j)
+		}
+		return true
+	})
+	p.checkRanOnceEach(jobs)
+	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
+		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	t.Logf("%d jobs: %d runners started; last message %d before the stop, %d at the end; session %s",
+		len(ids), st.Totals.Started, before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, st.ScaleSet.SessionID)
+	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
+		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
+	}
+	if st.ScaleSet.Ledger.LastMessageID < before.ScaleSet.Ledger.LastMessageID || st.ScaleSet.SessionID == before.ScaleSet.SessionID {
+		t.Errorf("cursor %d → %d, session %s → %s: want the cursor kept and a new session",
+			before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, before.ScaleSet.SessionID, st.ScaleSet.SessionID)
+	}
+}

@@ -1,0 +1,287 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// changeScaleSetPools gates a scale-set pool's steps (the set, its listener, its messages).
+// It is asked only by a pool whose spec has a scaleSet section, which no pool before this
+// release could have (the section was refused): every other pool records no marker and issues
+// exactly the commands it issued before.
+const changeScaleSetPools = "scaleset-pools"
+
+// PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
+// runs, and what the set's messages said. Carried across continue-as-new.
+type PoolScaleSetState struct {
+	// Key is the set's description (EnsureScaleSetInput as JSON) the set was last brought to;
+	// an applied spec that describes it otherwise brings it there again.
+	Key        string `json:"key,omitempty"`
+	ScaleSetID int64  `json:"scaleSetID,omitempty"`
+	// Listening: a listener of ScaleSetID was started and has not said it ended; ListenerMax
+	// is the maximum it was last told, which it reports to the service.
+	Listening   bool `json:"listening,omitempty"`
+	ListenerMax int  `json:"listenerMax,omitempty"`
+	// SessionID is the session of the last message handed over.
+	SessionID string `json:"sessionID,omitempty"`
+	// Ledger holds the set's jobs, each once; Statistics and MessageAt are the last message's.
+	Ledger     ScaleSetLedger     `json:"ledger"`
+	Statistics ScaleSetStatistics `json:"statistics"`
+	MessageAt  time.Time          `json:"messageAt,omitzero"`
+	// Recreated counts the sets created again after GitHub deleted them.
+	Recreated int `json:"recreated,omitempty"`
+	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
+	// when the pool tries again.
+	Error   string    `json:"error,omitempty"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
+}
+
+// scaleSetOn reports whether this pool is a scale set's; the version is asked once per run.
+func (p *pool) scaleSetOn() bool {
+	if !p.st.Spec.IsScaleSet() {
+		return false
+	}
+	if p.scaleSetVersion == nil {
+		v := workflow.GetVersion(p.ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
+		p.scaleSetVersion = &v
+	}
+	return *p.scaleSetVersion >= 1
+}
+
+// receiveScaleSet installs the receivers of the listener's signals. Receiving issues no
+// command, so every pool has them; only a scale-set pool's listener sends to them.
+func (p *pool) receiveScaleSet() {
+	receive(p, SignalScaleSetMessage, p.onScaleSetMessage)
+	receive(p, SignalScaleSetListenerEnded, p.onScaleSetListenerEnded)
+}
+
+// onScaleSetMessage folds a message of the pool's set into its ledger; a message handed
+// again, or one of a set the pool moved on from, changes nothing.
+func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
+	st := p.st.ScaleSet
+	if st == nil || sig.ScaleSetID != st.ScaleSetID {
+		return
+	}
+	ledger, fresh := ApplyScaleSetMessage(st.Ledger, sig.Message)
+	if !fresh {
+		return
+	}
+	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
+	st.MessageAt = workflow.Now(p.ctx)
+}
+
+// onScaleSetListenerEnded takes the listener's end: a set GitHub deleted is created again
+// (its jobs went with it, so the ledger starts over); any other end starts a listener again
+// after ScaleSetListenerRestartDelay.
+func (p *pool) onScaleSetListenerEnded(sig ScaleSetListenerEnded) {
+	st := p.st.ScaleSet
+	if st == nil || sig.ScaleSetID != st.ScaleSetID {
+		return
+	}
+	st.Listening, st.Error = false, sig.Reason
+	if sig.Gone {
+		p.logger.Warn("Scale set gone at GitHub; creating it again", "scaleSet", st.ScaleSetID)
+		*st = PoolScaleSetState{Recreated: st.Recreated + 1, Error: "the set was deleted at GitHub; created again"}
+		return
+	}
+	p.logger.Warn("Scale-set listener ended", "scaleSet", st.ScaleSetID, "reason", sig.Reason)
+	st.RetryAt = workflow.Now(p.ctx).Add(ScaleSetListenerRestartDelay)
+}
+
+// tendScaleSet is the set's step in the pool's loop: bring the set to the spec (create or
+// adopt it), then keep a listener of it running. A pool without a scaleSet section does
+// nothing here.
+func (p *pool) tendScaleSet(now time.Time) {
+	if !p.scaleSetOn() {
+		p.st.ScaleSet = nil
+		return
+	}
+	if p.st.ScaleSet == nil {
+		p.st.ScaleSet = &PoolScaleSetState{}
+	}
+	st := p.st.ScaleSet
+	if p.scaleSetBusy || now.Before(st.RetryAt) {
+		return
+	}
+	in := p.scaleSetEnsureInput()
+	switch key := scaleSetKey(in); {
+	case st.ScaleSetID == 0 || st.Key != key:
+		p.ensureScaleSet(in, key)
+	case !st.Listening:
+		p.startScaleSetListener(now)
+	case st.ListenerMax != p.bounds(now).Max:
+		p.tellListenerCapacity(p.bounds(now).Max)
+	}
+}
+
+// tellListenerCapacity sends the listener the pool's new maximum (an apply, a scale, an
+// override). A signal that fails is sent again at the next iteration.
+func (p *pool) tellListenerCapacity(maxRunners int) {
+	id := p.st.ScaleSet.ScaleSetID
+	p.scaleSetBusy = true
+	p.inflight++
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.scaleSetBusy, p.changed = false, true; p.inflight-- }()
+		err := workflow.SignalExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, id), "",
+			SignalScaleSetCapacity, ScaleSetCapacity{MaxCapacity: maxRunners}).Get(ctx, nil)
+		st := p.st.ScaleSet
+		switch {
+		case st == nil || st.ScaleSetID != id:
+		case err != nil:
+			st.RetryAt = workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
+		default:
+			st.ListenerMax = maxRunners
+		}
+	})
+}
+
+// scaleSetWake is when the set is tried again after a failure (zero: nothing due).
+func (p *pool) scaleSetWake() time.Time {
+	if st := p.st.ScaleSet; st != nil && !p.scaleSetBusy {
+		return st.RetryAt
+	}
+	return time.Time{}
+}
+
+func (p *pool) scaleSetEnsureInput() EnsureScaleSetInput {
+	spec := p.st.Spec
+	return EnsureScaleSetInput{
+		Scope: spec.Scope(), RunnerGroup: spec.RunnerGroup,
+		Name: spec.ScaleSet.withDefaults(spec.Name).Name, Labels: spec.Labels,
+	}
+}
+
+// scaleSetKey describes the set as the spec wants it; json.Marshal of these fields cannot fail.
+func scaleSetKey(in EnsureScaleSetInput) string {
+	b, _ := json.Marshal(in)
+	return string(b)
+}
+
+// ensureScaleSet creates or adopts the set beside the loop. A set that is another than the
+// one listened to (the spec names another) ends the old listener; its messages are ignored
+// from then on, and its jobs start over with the new set's.
+func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
+	p.scaleSetBusy = true
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.scaleSetBusy, p.changed = false, true }()
+		out, err := runActivity[EnsureScaleSetInput, EnsureScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityEnsureScaleSet, in)
+		st := p.st.ScaleSet
+		if st == nil {
+			return
+		}
+		if err != nil {
+			p.logger.Warn("Scale set not brought to the spec", "error", err)
+			st.Error, st.RetryAt = err.Error(), workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
+			return
+		}
+		if old := st.ScaleSetID; old != 0 && old != out.ScaleSetID {
+			p.leaveScaleSet(ctx, *st)
+		}
+		if st.ScaleSetID != out.ScaleSetID {
+			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error}
+		}
+		st.Key = key
+		p.logger.Info("Scale set ready", "scaleSet", out.ScaleSetID, "created", out.Created, "updated", out.Updated)
+	})
+}
+
+// leaveScaleSet ends the listener of a set the pool moved on from (the spec names another
+// set, scope or group) and deletes that set at GitHub unless the spec keeps it. Best effort:
+// a set left behind is GitHub's to expire, and the operator's to delete.
+func (p *pool) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
+	if old.Listening {
+		err := workflow.RequestCancelExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, old.ScaleSetID), "").Get(ctx, nil)
+		if err != nil {
+			p.logger.Warn("Old scale-set listener not cancelled", "scaleSet", old.ScaleSetID, "error", err)
+		}
+	}
+	var was EnsureScaleSetInput
+	if p.st.Spec.ScaleSet == nil || p.st.Spec.ScaleSet.KeepOnDelete || json.Unmarshal([]byte(old.Key), &was) != nil {
+		return
+	}
+	in := DeleteScaleSetInput{Scope: was.Scope, ScaleSetID: old.ScaleSetID}
+	if _, err := runActivity[DeleteScaleSetInput, DeleteScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityDeleteScaleSet, in); err != nil {
+		p.logger.Warn("Old scale set not deleted", "scaleSet", old.ScaleSetID, "error", err)
+	}
+}
+
+// startScaleSetListener starts the set's listener as a child that outlives the pool's run
+// (ABANDON). A listener of this set already running (started by an earlier run) is the one.
+func (p *pool) startScaleSetListener(now time.Time) {
+	st := p.st.ScaleSet
+	in := ScaleSetListenerInput{
+		Pool: p.st.Spec.Name, Scope: p.st.Spec.Scope(), ScaleSetID: st.ScaleSetID, MaxCapacity: p.bounds(now).Max,
+	}
+	p.scaleSetBusy = true
+	p.inflight++
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.scaleSetBusy, p.changed = false, true; p.inflight-- }()
+		cctx := workflow.WithChildOptions(ctx, ScaleSetListenerChildPolicy(ScaleSetListenerWorkflowID(in.Pool, in.ScaleSetID)))
+		err := workflow.ExecuteChildWorkflow(cctx, ScaleSetListenerWorkflowType, in).GetChildWorkflowExecution().Get(ctx, nil)
+		if st := p.st.ScaleSet; st == nil || st.ScaleSetID != in.ScaleSetID {
+			return
+		}
+		if err != nil && !isAlreadyStarted(err) {
+			p.logger.Warn("Scale-set listener not started", "error", err)
+			p.st.ScaleSet.Error = fmt.Sprintf("listener not started: %v", err)
+			p.st.ScaleSet.RetryAt = workflow.Now(ctx).Add(ScaleSetListenerRestartDelay)
+			return
+		}
+		p.st.ScaleSet.Listening, p.st.ScaleSet.ListenerMax = true, in.MaxCapacity
+	})
+}
+
+func isAlreadyStarted(err error) bool {
+	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+	return errors.As(err, &started)
+}
+
+// demandDecision is what replaces the reservations' count in Decide: a scale set's demand,
+// or the pull's; nil for a pool that has neither.
+func (p *pool) demandDecision(now time.Time) *PullDecision {
+	if d := p.scaleSetDecision(now); d != nil {
+		return d
+	}
+	return p.pullDecision(now)
+}
+
+// scaleSetDecision is a scale-set pool's demand for Decide: the set's jobs, each once (or
+// GitHub's assigned count when higher), plus the idle runners kept ready, within the bounds.
+func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
+	st := p.st.ScaleSet
+	if !p.scaleSetOn() || st == nil {
+		return nil
+	}
+	b := p.bounds(now)
+	done := ScaleSetJobsDone(st.Ledger, p.st.Runners)
+	want := ScaleSetDemand(st.Ledger, st.Statistics, b, done)
+	why := fmt.Sprintf("scale set: max(jobs %d, assigned %d) - done %d + minIdle %d", st.Ledger.Jobs(), st.Statistics.AssignedJobs, done, b.MinIdle)
+	return &PullDecision{Want: want, Why: why}
+}
+
+// holdStartsForScaleSet keeps a scale-set pool from starting runners while it has no set (not
+// created yet, or created again after GitHub deleted it): a runner takes its configuration from
+// the set, and a runner of no set would serve no job.
+func (p *pool) holdStartsForScaleSet(plan *Plan) {
+	if len(plan.Start) == 0 || !p.scaleSetOn() {
+		return
+	}
+	if st := p.st.ScaleSet; st == nil || st.ScaleSetID == 0 {
+		plan.Start = nil
+		plan.Why += "; starts held until the scale set exists"
+	}
+}
+
+// scaleSetStatus is the set's part of the pool's status.
+func (p *pool) scaleSetStatus() *PoolScaleSetState {
+	if p.st.ScaleSet == nil {
+		return nil
+	}
+	st := *p.st.ScaleSet
+	return &st
+}

@@ -1,0 +1,266 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// scaleSetSim plays GitHub's side of a scale-set pool: EnsureScaleSet (set 5, then a new id
+// each time the set is created again) and the listener, a double that only records its start.
+type scaleSetSim struct {
+	mu        sync.Mutex
+	nextID    int64
+	sets      map[string]int64
+	deleted   []int64
+	ensured   []EnsureScaleSetInput
+	listeners []string
+	// told are the maxima listeners were sent (SignalScaleSetCapacity), by listener id.
+	told []string
+}
+
+// tell records a maximum sent to a listener.
+func (s *scaleSetSim) tell(_, workflowID, _, _ string, arg any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.told = append(s.told, fmt.Sprintf("%s max=%d", workflowID, arg.(ScaleSetCapacity).MaxCapacity))
+	return nil
+}
+
+func (s *scaleSetSim) ensure(_ context.Context, in EnsureScaleSetInput) (EnsureScaleSetOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ensured = append(s.ensured, in)
+	if s.sets == nil {
+		s.sets = map[string]int64{}
+	}
+	if id, ok := s.sets[in.Name]; ok {
+		return EnsureScaleSetOutput{ScaleSetID: id}, nil
+	}
+	s.sets[in.Name] = s.nextID
+	s.nextID++
+	return EnsureScaleSetOutput{ScaleSetID: s.sets[in.Name], Created: true}, nil
+}
+
+func (s *scaleSetSim) delete(_ context.Context, in DeleteScaleSetInput) (DeleteScaleSetOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleted = append(s.deleted, in.ScaleSetID)
+	return DeleteScaleSetOutput{Deleted: true}, nil
+}
+
+// deleteAtGitHub plays GitHub deleting the set: the next ensure creates another.
+func (s *scaleSetSim) deleteAtGitHub() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sets = nil
+}
+
+func (s *scaleSetSim) listener(ctx workflow.Context, in ScaleSetListenerInput) (ScaleSetListenerResult, error) {
+	s.mu.Lock()
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	s.listeners = append(s.listeners, fmt.Sprintf("%s max=%d", id, in.MaxCapacity))
+	s.mu.Unlock()
+	// A listener started by this run of the pool gets its signals here; one started by an
+	// earlier run, through the environment's external-signal mock (tell).
+	capacity := workflow.GetSignalChannel(ctx, SignalScaleSetCapacity)
+	for {
+		var c ScaleSetCapacity
+		capacity.Receive(ctx, &c)
+		if ctx.Err() != nil {
+			return ScaleSetListenerResult{}, ctx.Err()
+		}
+		_ = s.tell("", id, "", "", c)
+	}
+}
+
+func (s *scaleSetSim) started() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.listeners)
+}
+
+func scaleSetMessage(set, id int64, assigned int, events ...ScaleSetJobEvent) ScaleSetMessageSignal {
+	return ScaleSetMessageSignal{ScaleSetID: set, SessionID: "s1", Message: ScaleSetMessage{
+		ID: id, Statistics: ScaleSetStatistics{AssignedJobs: assigned}, Jobs: events,
+	}}
+}
+
+func jobEvent(event string, ids ...int64) []ScaleSetJobEvent {
+	var out []ScaleSetJobEvent
+	for _, id := range ids {
+		out = append(out, ScaleSetJobEvent{Event: event, RunnerRequestID: id})
+	}
+	return out
+}
+
+// scaleSetPoolScenario: a scale-set pool creates its set and starts one listener for it; the
+// set's messages (one of them delivered twice) bring runners for its jobs and take the pool
+// back to zero; a set GitHub deleted is created again with a listener of its own, and a
+// message of the old set changes nothing.
+func scaleSetPoolScenario(h *poolHarness, sim *scaleSetSim) (PoolSpec, time.Duration) {
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(3)
+	spec.ScaleDownDelay = &metav1.Duration{Duration: time.Minute}
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterActivityWithOptions(sim.delete, activity.RegisterOptions{Name: ActivityDeleteScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+		h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", SignalScaleSetCapacity, mock.Anything).Return(sim.tell)
+	}
+	h.check(30*time.Second, "the set created and listened to, no runner without jobs", func(st PoolStatus) bool {
+		return st.ScaleSet != nil && st.ScaleSet.ScaleSetID == 5 && st.ScaleSet.Listening && len(st.Runners) == 0
+	})
+	h.at(time.Minute, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 2, jobEvent(ScaleSetJobAssigned, 1, 2)...))
+	})
+	h.at(time.Minute+time.Second, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 2, jobEvent(ScaleSetJobAssigned, 1, 2)...))
+	})
+	h.check(2*time.Minute, "a runner per job, the redelivered message counted once", func(st PoolStatus) bool {
+		return st.Desired == 2 && len(st.Runners) == 2 && st.ScaleSet.Ledger.LastMessageID == 1 && st.ScaleSet.SessionID == "s1"
+	})
+	var busy []string
+	h.at(2*time.Minute+time.Second, func() { busy = h.startJobsWithIDs(1, 2) })
+	h.at(2*time.Minute+2*time.Second, func() {
+		started := jobEvent(ScaleSetJobStarted, 1, 2)
+		for i := range started {
+			started[i].RunnerName = busy[i]
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 2, started...))
+	})
+	h.at(3*time.Minute, func() { h.finishJobs(busy) })
+	// The completed message comes after the runners left: no runner is started for it.
+	h.at(3*time.Minute+45*time.Second, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 3, 0, jobEvent(ScaleSetJobCompleted, 1, 2)...))
+	})
+	h.check(5*time.Minute, "back to zero", func(st PoolStatus) bool { return st.Desired == 0 && len(st.Runners) == 0 })
+	bigger := spec
+	bigger.MaxReplicas = ptr(4)
+	h.at(5*time.Minute+time.Second, func() { h.update("max", UpdateApply, ApplyRequest{Spec: bigger}) })
+	h.at(6*time.Minute, func() {
+		sim.deleteAtGitHub()
+		h.signal(SignalScaleSetListenerEnded, ScaleSetListenerEnded{ScaleSetID: 5, Gone: true, Reason: "gone"})
+	})
+	h.at(6*time.Minute+30*time.Second, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 4, 3, jobEvent(ScaleSetJobAssigned, 7, 8, 9)...))
+	})
+	h.check(7*time.Minute, "the set created again and listened to; the old set's message ignored", func(st PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID == 6 && st.ScaleSet.Listening && st.ScaleSet.Recreated == 1 && st.Desired == 0
+	})
+	return spec, 7*time.Minute + 30*time.Second
+}
+
+func TestScaleSetPoolFollowsItsSetAcrossContinueAsNew(t *testing.T) {
+	var baseline string
+	for _, canAfter := range []int{0, 1, 2, 3, 5} {
+		sim := &scaleSetSim{nextID: 5}
+		h := newPoolHarness(t, canAfter)
+		spec, end := scaleSetPoolScenario(h, sim)
+		st := h.run(spec, end)
+		if st.Totals.Started != 2 {
+			t.Errorf("[continue-as-new after %d] started %d runners, want one per job: 2", canAfter, st.Totals.Started)
+		}
+		want := []string{"scaleset-listener/linux/5 max=3", "scaleset-listener/linux/6 max=4"}
+		if got := sim.started(); !slices.Equal(got, want) {
+			t.Errorf("[continue-as-new after %d] listeners started %q, want %q: one per set, with the maximum in force", canAfter, got, want)
+		}
+		if want := []string{"scaleset-listener/linux/5 max=4"}; !slices.Equal(sim.told, want) {
+			t.Errorf("[continue-as-new after %d] listeners told %q, want %q: the applied maximum, once", canAfter, sim.told, want)
+		}
+		for _, in := range h.inputs {
+			if in.Spec.ScaleSetID != 5 {
+				t.Errorf("[continue-as-new after %d] runner %s started for set %d, want 5", canAfter, in.Name, in.Spec.ScaleSetID)
+			}
+		}
+		for _, in := range sim.ensured {
+			if in.Name != "linux" || in.Scope.Organization != "acme" || !slices.Equal(in.Labels, spec.Labels) {
+				t.Errorf("[continue-as-new after %d] ensured %+v, want the pool's name, scope and labels", canAfter, in)
+			}
+		}
+		fp := fingerprint(st, h.stats)
+		if canAfter == 0 {
+			baseline = fp
+			continue
+		}
+		if fp != baseline {
+			t.Errorf("continue-as-new after %d ends differently:\n%s\nstraight through:\n%s", canAfter, fp, baseline)
+		}
+	}
+}
+
+// A spec that names another set moves the pool to it: the old set's listener is cancelled and
+// the old set deleted (unless keepOnDelete); a pool cannot become or stop being a scale set's.
+func TestScaleSetPoolMovesToTheSetItsSpecNames(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		sim := &scaleSetSim{nextID: 5}
+		h := newPoolHarness(t, 0)
+		spec := poolTestSpec()
+		spec.MinReplicas, spec.MaxReplicas = 0, ptr(3)
+		spec.ScaleSet = &ScaleSetSpec{KeepOnDelete: keep}
+		h.onSegment = func() {
+			h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+			h.env.RegisterActivityWithOptions(sim.delete, activity.RegisterOptions{Name: ActivityDeleteScaleSet})
+			h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+		}
+		renamed := spec
+		renamed.ScaleSet = &ScaleSetSpec{Name: "linux-big", KeepOnDelete: keep}
+		plain := spec
+		plain.ScaleSet = nil
+		h.at(time.Minute, func() { h.update("rename", UpdateApply, ApplyRequest{Spec: renamed}) })
+		h.at(2*time.Minute, func() { h.update("plain", UpdateApply, ApplyRequest{Spec: plain}) })
+		h.check(3*time.Minute, "listening to the new set", func(st PoolStatus) bool {
+			return st.ScaleSet.ScaleSetID == 6 && st.ScaleSet.Listening
+		})
+		h.run(spec, 3*time.Minute+time.Second)
+		wantDeleted := []int64{5}
+		if keep {
+			wantDeleted = nil
+		}
+		if !slices.Equal(sim.deleted, wantDeleted) {
+			t.Errorf("keepOnDelete %v: deleted sets %v, want %v", keep, sim.deleted, wantDeleted)
+		}
+		if o, _ := h.outcome("plain"); o.rejected == nil || !strings.Contains(o.rejected.Error(), "cannot become or stop being a scale set's") {
+			t.Errorf("keepOnDelete %v: applying a spec without scaleSet: %+v, want it rejected", keep, o)
+		}
+	}
+}
+
+// A scale-set pool with a minimum starts no runner before its set exists: a runner takes its
+// configuration from the set.
+func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 2, ptr(3)
+	spec.ScaleSet = &ScaleSetSpec{}
+	failing := true
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(func(ctx context.Context, in EnsureScaleSetInput) (EnsureScaleSetOutput, error) {
+			if failing {
+				return EnsureScaleSetOutput{}, temporal.NewNonRetryableApplicationError("no such runner group", ErrInvalidSpec, nil)
+			}
+			return sim.ensure(ctx, in)
+		}, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.check(30*time.Second, "no runner, the failure shown", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && strings.Contains(st.ScaleSet.Error, "no such runner group") && strings.Contains(st.Why, "starts held")
+	})
+	h.at(40*time.Second, func() { failing = false })
+	h.check(2*time.Minute, "the minimum once the set exists", func(st PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID == 5 && len(st.Runners) == 2
+	})
+	h.run(spec, 2*time.Minute+time.Second)
+}
