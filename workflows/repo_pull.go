@@ -137,18 +137,10 @@ func NextRepoPull(st RepoPullState) time.Time {
 // RecordPullDemand applies one pool's demand: a withdrawal removes the pool, a new pool, new
 // labels or a Resend make the next read reach it.
 func RecordPullDemand(pools []RepoPullPool, d PullDemand) []RepoPullPool {
-	i := slices.IndexFunc(pools, func(p RepoPullPool) bool { return p.Pool == d.Pool })
-	switch {
-	case d.Interval <= 0 && i >= 0:
-		return slices.Delete(pools, i, i+1)
-	case d.Interval <= 0:
-		return pools
-	case i < 0:
-		pools = append(pools, RepoPullPool{PullDemand: d})
-		slices.SortFunc(pools, func(a, b RepoPullPool) int { return strings.Compare(a.Pool, b.Pool) })
+	pools, p := applyDemand(pools, RepoPullPool{PullDemand: d}, d.Interval)
+	if p == nil {
 		return pools
 	}
-	p := &pools[i]
 	if d.Resend || !slices.Equal(p.Labels, d.Labels) {
 		p.Sent = ""
 	}

@@ -149,18 +149,10 @@ func NextScopeListing(st ScopeListingState, now time.Time) time.Time {
 // RecordDemand applies one pool's demand to the table: a withdrawal removes the pool, a new
 // pool or a Resend makes the next listing reach it whatever it holds.
 func RecordDemand(pools []ScopeListingPool, d ListingDemand) []ScopeListingPool {
-	i := slices.IndexFunc(pools, func(p ScopeListingPool) bool { return p.Pool == d.Pool })
-	switch {
-	case d.Interval <= 0 && i >= 0:
-		return slices.Delete(pools, i, i+1)
-	case d.Interval <= 0:
-		return pools
-	case i < 0:
-		pools = append(pools, ScopeListingPool{ListingDemand: d})
-		slices.SortFunc(pools, func(a, b ScopeListingPool) int { return strings.Compare(a.Pool, b.Pool) })
+	pools, p := applyDemand(pools, ScopeListingPool{ListingDemand: d}, d.Interval)
+	if p == nil {
 		return pools
 	}
-	p := &pools[i]
 	p.ListingDemand.Interval, p.ListingDemand.FastUntil = d.Interval, d.FastUntil
 	if d.Resend {
 		p.Sent = ""

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -50,6 +52,32 @@ func (s demandSignals[D]) drain() bool {
 func awaitWake(ctx workflow.Context, now, wake time.Time, woken func() bool) error {
 	_, err := workflow.AwaitWithTimeout(ctx, max(wake.Sub(now), time.Second), woken)
 	return err
+}
+
+// sharedPool is an entry of a shared workflow's table of the pools asking it.
+type sharedPool interface {
+	poolName() string
+}
+
+func (p RepoPullPool) poolName() string     { return p.Pool }
+func (p ScopeListingPool) poolName() string { return p.Pool }
+
+// applyDemand is the part of a pool's demand both shared workflows take alike, on a table kept
+// in pool-name order: a withdrawal (interval zero) removes the pool, a new pool is added as
+// entry. It returns the pool's existing entry for the caller to update, nil when there is none.
+func applyDemand[P sharedPool](pools []P, entry P, interval time.Duration) ([]P, *P) {
+	i := slices.IndexFunc(pools, func(p P) bool { return p.poolName() == entry.poolName() })
+	switch {
+	case interval <= 0 && i >= 0:
+		return slices.Delete(pools, i, i+1), nil
+	case interval <= 0:
+		return pools, nil
+	case i < 0:
+		pools = append(pools, entry)
+		slices.SortFunc(pools, func(a, b P) int { return strings.Compare(a.poolName(), b.poolName()) })
+		return pools, nil
+	}
+	return pools, &pools[i]
 }
 
 // poolSignal is one signal to a pool's workflow.
