@@ -164,16 +164,9 @@ var _ GitHub = (*GitHubClient)(nil)
 
 // NewGitHubClient builds a client from cfg. Errors describe what is missing, never a credential.
 func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = "https://api.github.com/"
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("github: base URL %q is not an absolute URL", cfg.BaseURL)
+	base, u, err := apiBase(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -242,6 +235,23 @@ func appKey(cfg GitHubConfig) ([]byte, error) {
 		return nil, fmt.Errorf("github: read App private key: %w", err)
 	}
 	return key, nil
+}
+
+// apiBase is the REST API base configured (github.com's when none), ending in "/", as text and
+// parsed; an error says the configured value is not an absolute URL.
+func apiBase(configured string) (string, *url.URL, error) {
+	base := configured
+	if base == "" {
+		base = "https://api.github.com/"
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", nil, fmt.Errorf("base URL %q is not an absolute URL", configured)
+	}
+	return base, u, nil
 }
 
 // webBase derives the web URL from the API URL: api.github.com → github.com, and GitHub
