@@ -70,13 +70,7 @@ func NewScaleSetClients(cfg ScaleSetConfig) (*ScaleSetClients, error) {
 
 // ConfigURL is a scope's scale-set configuration URL, as the client parses it.
 func (c *ScaleSetClients) ConfigURL(scope workflows.Scope) string {
-	switch {
-	case scope.Repository != "":
-		return c.webBase + scope.Repository
-	case scope.Organization != "":
-		return c.webBase + scope.Organization
-	}
-	return c.webBase + "enterprises/" + scope.Enterprise
+	return scopeWebURL(c.webBase, scope)
 }
 
 // For returns the scope's client, making it on first use.

@@ -269,14 +269,18 @@ func webBase(api *url.URL) string {
 }
 
 // RunnerURL implements GitHub.
-func (c *GitHubClient) RunnerURL(scope workflows.Scope) string {
+func (c *GitHubClient) RunnerURL(scope workflows.Scope) string { return scopeWebURL(c.webBase, scope) }
+
+// scopeWebURL is a scope's page under GitHub's web base: a repository's, an organization's or
+// an enterprise's (runners' registration URL and the scale sets' configuration URL alike).
+func scopeWebURL(webBase string, scope workflows.Scope) string {
 	switch {
 	case scope.Repository != "":
-		return c.webBase + scope.Repository
+		return webBase + scope.Repository
 	case scope.Organization != "":
-		return c.webBase + scope.Organization
+		return webBase + scope.Organization
 	}
-	return c.webBase + "enterprises/" + scope.Enterprise
+	return webBase + "enterprises/" + scope.Enterprise
 }
 
 // splitRepo splits "owner/repo".
