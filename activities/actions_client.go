@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,16 +46,9 @@ type ScaleSetClients struct {
 
 // NewScaleSetClients checks cfg; clients are made on first use.
 func NewScaleSetClients(cfg ScaleSetConfig) (*ScaleSetClients, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = "https://api.github.com/"
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("scale sets: base URL %q is not an absolute URL", cfg.BaseURL)
+	_, u, err := apiBase(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("scale sets: %w", err)
 	}
 	app := cfg.AppID != 0 || cfg.InstallationID != 0 || len(cfg.PrivateKeyPEM) > 0
 	switch {
@@ -79,13 +70,7 @@ func NewScaleSetClients(cfg ScaleSetConfig) (*ScaleSetClients, error) {
 
 // ConfigURL is a scope's scale-set configuration URL, as the client parses it.
 func (c *ScaleSetClients) ConfigURL(scope workflows.Scope) string {
-	switch {
-	case scope.Repository != "":
-		return c.webBase + scope.Repository
-	case scope.Organization != "":
-		return c.webBase + scope.Organization
-	}
-	return c.webBase + "enterprises/" + scope.Enterprise
+	return scopeWebURL(c.webBase, scope)
 }
 
 // For returns the scope's client, making it on first use.

@@ -164,16 +164,9 @@ var _ GitHub = (*GitHubClient)(nil)
 
 // NewGitHubClient builds a client from cfg. Errors describe what is missing, never a credential.
 func NewGitHubClient(cfg GitHubConfig) (*GitHubClient, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = "https://api.github.com/"
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	u, err := url.Parse(base)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("github: base URL %q is not an absolute URL", cfg.BaseURL)
+	base, u, err := apiBase(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -244,6 +237,23 @@ func appKey(cfg GitHubConfig) ([]byte, error) {
 	return key, nil
 }
 
+// apiBase is the REST API base configured (github.com's when none), ending in "/", as text and
+// parsed; an error says the configured value is not an absolute URL.
+func apiBase(configured string) (string, *url.URL, error) {
+	base := configured
+	if base == "" {
+		base = "https://api.github.com/"
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", nil, fmt.Errorf("base URL %q is not an absolute URL", configured)
+	}
+	return base, u, nil
+}
+
 // webBase derives the web URL from the API URL: api.github.com → github.com, and GitHub
 // Enterprise Server's /api/v3/ → its root; anything else (a test double) is used as is.
 func webBase(api *url.URL) string {
@@ -259,14 +269,18 @@ func webBase(api *url.URL) string {
 }
 
 // RunnerURL implements GitHub.
-func (c *GitHubClient) RunnerURL(scope workflows.Scope) string {
+func (c *GitHubClient) RunnerURL(scope workflows.Scope) string { return scopeWebURL(c.webBase, scope) }
+
+// scopeWebURL is a scope's page under GitHub's web base: a repository's, an organization's or
+// an enterprise's (runners' registration URL and the scale sets' configuration URL alike).
+func scopeWebURL(webBase string, scope workflows.Scope) string {
 	switch {
 	case scope.Repository != "":
-		return c.webBase + scope.Repository
+		return webBase + scope.Repository
 	case scope.Organization != "":
-		return c.webBase + scope.Organization
+		return webBase + scope.Organization
 	}
-	return c.webBase + "enterprises/" + scope.Enterprise
+	return webBase + "enterprises/" + scope.Enterprise
 }
 
 // splitRepo splits "owner/repo".

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/runnerflow/runnerflow/workflows"
@@ -22,11 +20,7 @@ func (a *TemporalActivities) DemandRepoPull(ctx context.Context, in workflows.De
 	}
 	_, err := a.Client.SignalWithStartWorkflow(ctx, workflows.RepoPullWorkflowID(in.Repository),
 		workflows.SignalPullDemand, in.Demand,
-		client.StartWorkflowOptions{
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		},
+		sharedWorkflowStart,
 		workflows.RepoPullWorkflowType, workflows.RepoPullInput{Repository: in.Repository})
 	return workflows.DemandRepoPullResult{}, err
 }

@@ -10,6 +10,15 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
+// sharedWorkflowStart starts a workflow that pools' demands keep going (a scope's listing, a
+// repository's pull) when a demand finds no run of it: a run that ended may be followed by a
+// new one, and a running one takes the demand.
+var sharedWorkflowStart = client.StartWorkflowOptions{
+	TaskQueue:                workflows.TaskQueue,
+	WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+}
+
 // DemandScopeListing hands a pool's listing demand to its scope's listing workflow with one
 // signal-with-start: the workflow is started if no run of it is going (the first pool of a
 // scope, or after it ended for want of demand). Repeating it is harmless: a demand replaces
@@ -24,11 +33,7 @@ func (a *TemporalActivities) DemandScopeListing(ctx context.Context, in workflow
 	}
 	_, err := a.Client.SignalWithStartWorkflow(ctx, workflows.ScopeListingWorkflowID(in.Scope),
 		workflows.SignalListingDemand, in.Demand,
-		client.StartWorkflowOptions{
-			TaskQueue:                workflows.TaskQueue,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		},
+		sharedWorkflowStart,
 		workflows.ScopeListingWorkflowType, workflows.ScopeListingInput{Scope: in.Scope})
 	return workflows.DemandScopeListingResult{}, err
 }

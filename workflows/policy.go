@@ -122,34 +122,51 @@ const (
 // retryNonRetryable lists the error types no retry can fix.
 var retryNonRetryable = []string{ErrInvalidSpec, ErrForbidden, ErrNotOwned, ErrNotFound}
 
+// The policies below come from a few small constructors, so each reads as its values alone.
+
+// untilDone, as a ScheduleToClose, sets none: the call is retried for as long as it takes.
+const untilDone time.Duration = 0
+
+// activityOptions is a policy on a task queue with its timeouts and retries.
+func activityOptions(queue string, startToClose, scheduleToClose time.Duration, retry *temporal.RetryPolicy) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:              queue,
+		StartToCloseTimeout:    startToClose,
+		ScheduleToCloseTimeout: scheduleToClose,
+		RetryPolicy:            retry,
+	}
+}
+
+// backoff retries from initial, doubling up to maxInterval, except on the nonRetryable error types.
+func backoff(initial, maxInterval time.Duration, nonRetryable []string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        initial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        maxInterval,
+		NonRetryableErrorTypes: nonRetryable,
+	}
+}
+
+// fixedPace retries every interval, for a refusal that clears by itself (a busy runner).
+func fixedPace(interval time.Duration, nonRetryable []string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        interval,
+		BackoffCoefficient:     1,
+		MaximumInterval:        interval,
+		NonRetryableErrorTypes: nonRetryable,
+	}
+}
+
 // GitHubActivityPolicy: GitHub calls are short; transient failures back off to a minute. A rate
 // limit error carries the server's reset time as its next retry delay, which overrides the
 // backoff. ScheduleToClose is generous because the rate-limited queue itself may hold a task.
-var GitHubActivityPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Hour,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var GitHubActivityPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2*time.Hour,
+	backoff(time.Second, time.Minute, retryNonRetryable))
 
 // UnregisterBusyPolicy: removing a runner retries through RunnerBusy (422) until the job ends,
 // at a fixed pace, bounded by the longest job GitHub allows.
-var UnregisterBusyPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: MaxJobDuration,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        BusyUnregisterRetryInterval,
-		BackoffCoefficient:     1,
-		MaximumInterval:        BusyUnregisterRetryInterval,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var UnregisterBusyPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, MaxJobDuration,
+	fixedPace(BusyUnregisterRetryInterval, retryNonRetryable))
 
 // ForceRemoveBusyGrace: a force-removed runner's pod is deleted before its registration, and
 // GitHub keeps answering 422 (busy) until it notices the runner is gone and fails its job:
@@ -159,17 +176,8 @@ const ForceRemoveBusyGrace = 10 * time.Minute
 
 // ForceUnregisterPolicy: unregistering a force-removed runner retries RunnerBusy every five
 // seconds (GitHub is about to fail the job), bounded by ForceRemoveBusyGrace.
-var ForceUnregisterPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: ForceRemoveBusyGrace,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        5 * time.Second,
-		BackoffCoefficient:     1,
-		MaximumInterval:        5 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ForceUnregisterPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, ForceRemoveBusyGrace,
+	fixedPace(5*time.Second, retryNonRetryable))
 
 // RegistrationRecheckInterval: a registration check that could not read the pod or GitHub asks
 // again after this long (a runner is never torn down on a read that failed).
@@ -178,31 +186,13 @@ const RegistrationRecheckInterval = time.Minute
 // RegistrationCheckPolicy: the registration check's read of GitHub gives up after two minutes
 // (a spent budget waits for its reset far longer) and the check asks again at
 // RegistrationRecheckInterval instead, so the runner's loop keeps taking its signals.
-var RegistrationCheckPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var RegistrationCheckPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // PodCheckPolicy: the backstop pod read repeats every PodCheckInterval anyway, so a failing
 // check gives up after two minutes instead of holding up the runner's signal loop for an hour.
-var PodCheckPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var PodCheckPolicy = activityOptions(TaskQueue, 30*time.Second, 2*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
 // of the first read that failed) is taken as lost by a runner that never came online there:
@@ -216,31 +206,13 @@ const ClusterLostAfter = 3 * time.Minute
 // goes with the Secret) once the cluster answers again. Retries are the server's timers, not
 // history events, so waiting a week costs the runner nothing; a cluster gone longer than that
 // leaves objects labelled as runnerflow's for the operator.
-var ClusterReturnPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 7 * 24 * time.Hour,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        5 * time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ClusterReturnPolicy = activityOptions(TaskQueue, 30*time.Second, 7*24*time.Hour,
+	backoff(5*time.Second, time.Minute, retryNonRetryable))
 
 // KubernetesActivityPolicy: API-server calls are short; a conflict or 5xx is retried with
 // backoff to 30 s; an invalid pod template fails at once.
-var KubernetesActivityPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: time.Hour,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        500 * time.Millisecond,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var KubernetesActivityPolicy = activityOptions(TaskQueue, 30*time.Second, time.Hour,
+	backoff(500*time.Millisecond, 30*time.Second, retryNonRetryable))
 
 // ClusterProbePolicy: the placement's probe of a cluster (ActivityProbeCluster) is one read
 // of its API server. A cluster that has not answered within seconds, or that no worker serves
@@ -285,31 +257,14 @@ func RunnerChildPolicy(workflowID string) workflow.ChildWorkflowOptions {
 // Temporal calls; a Temporal that does not answer is retried for as long as it takes, since
 // every runner of the batch answers a job that waits. A start refused for good (invalid
 // arguments) fails that runner only, in the activity's result.
-var RunnerStartPolicy = workflow.ActivityOptions{
-	TaskQueue:           TaskQueue,
-	StartToCloseTimeout: time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        200 * time.Millisecond,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var RunnerStartPolicy = activityOptions(TaskQueue, time.Minute, untilDone,
+	backoff(200*time.Millisecond, 30*time.Second, retryNonRetryable))
 
 // ReadJobsPolicy: reading reserved jobs at GitHub (the pool's check for lost job events) is a
 // few GETs on the GitHub queue; the check comes again ReservedJobCheckInterval later anyway, so
 // a failing one gives up after a few tries.
-var ReadJobsPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReadJobsPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 const (
 	// ReservedJobCheckAfter: a runner idle this long while a reservation no runner serves is
@@ -348,16 +303,8 @@ const (
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
 // one visibility listing; it runs again at the next interval anyway, so a failing one gives up
 // after a few tries.
-var PoolRunnerCheckPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    30 * time.Second,
-	},
-}
+var PoolRunnerCheckPolicy = activityOptions(TaskQueue, 30*time.Second, 2*time.Minute,
+	backoff(time.Second, 30*time.Second, nil))
 
 const (
 	// PoolRunnerEndGrace: a runner workflow that ended this long ago and is still tracked did
@@ -414,16 +361,8 @@ const (
 // were acknowledged to GitHub, which will not send them again, so the window holds its batch
 // until the pool takes it (only a pool that no longer exists, or refuses the batch, ends the
 // wait). Retries add nothing to the window's history; the UI shows the pending attempt.
-var ReservationUpdatePolicy = workflow.ActivityOptions{
-	TaskQueue:           TaskQueue,
-	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        200 * time.Millisecond,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReservationUpdatePolicy = activityOptions(TaskQueue, 30*time.Second, untilDone,
+	backoff(200*time.Millisecond, 30*time.Second, retryNonRetryable))
 
 // ---- Pool workflow ----
 
@@ -479,46 +418,19 @@ const (
 // WarmSecretsPolicy: removing taken warm registrations' Secrets from the warm namespace is
 // quiet-time work on the Kubernetes queue; like WarmRegistrationPolicy it gives up after ten
 // minutes (the pool keeps the names and tries again at its next quiet moment).
-var WarmSecretsPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 10 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var WarmSecretsPolicy = activityOptions(TaskQueue, 30*time.Second, 10*time.Minute,
+	backoff(time.Second, time.Minute, retryNonRetryable))
 
 // WarmRegistrationPolicy: minting or removing a warm registration is quiet-time work on the
 // GitHub queue. It gives up after ten minutes rather than hold the pool's continue-as-new behind
 // a spent budget for hours; the pool tries again later and removes what a failed mint left.
-var WarmRegistrationPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 10 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var WarmRegistrationPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 10*time.Minute,
+	backoff(time.Second, time.Minute, retryNonRetryable))
 
 // PoolListingPolicy: a listing is a status refresh that repeats at the next interval anyway, so
 // it gives up after a few minutes rather than queueing behind a spent GitHub budget for hours.
-var PoolListingPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var PoolListingPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 5*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ---- Pull-based scaling (pool_pull.go) ----
 
@@ -576,17 +488,8 @@ const (
 // PoolPullPolicy: a pull is a read that repeats at the next interval anyway, so it gives up
 // after a few minutes rather than queueing behind a spent GitHub budget; on the GitHub queue,
 // paced with every other GitHub call.
-var PoolPullPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    time.Minute,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var PoolPullPolicy = activityOptions(GitHubTaskQueue, time.Minute, 5*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ---- Worker memory: the sticky workflow cache ----
 
@@ -632,46 +535,19 @@ const ReconcileOverlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
 
 // ReconcileReadPolicy: reconcile's reads of Temporal (pools, runner workflows) and Kubernetes
 // (pods, Secrets) are short; after five minutes the run fails and the next one starts afresh.
-var ReconcileReadPolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReconcileReadPolicy = activityOptions(TaskQueue, 30*time.Second, 5*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ReconcileListingPolicy: a scope's runner listing on the paced GitHub queue, given up after a
 // few minutes like a pool's (the scope is reported as not listed; the next run lists it).
-var ReconcileListingPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReconcileListingPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 5*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ReconcileRemoveRegistrationPolicy: one DELETE of an orphaned registration on the GitHub queue.
 // RunnerBusy (422) is not retried: a busy orphan is reported and left with its pod and Secret,
 // and the next run looks again. Ten minutes covers a short wait for the hour's budget.
-var ReconcileRemoveRegistrationPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 10 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: append(append([]string{}, retryNonRetryable...), ErrRunnerBusy),
-	},
-}
+var ReconcileRemoveRegistrationPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 10*time.Minute,
+	backoff(time.Second, time.Minute, append(append([]string{}, retryNonRetryable...), ErrRunnerBusy)))
 
 // ---- Reconcile: redelivering failed webhook deliveries ----
 
@@ -695,17 +571,8 @@ const (
 // ReconcileDeliveryListingPolicy: the hook's listing on the paced GitHub queue, one activity
 // for all its pages (two minutes for 20 pages); given up after a few minutes like a scope's
 // listing, and the next run lists again.
-var ReconcileDeliveryListingPolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    2 * time.Minute,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReconcileDeliveryListingPolicy = activityOptions(GitHubTaskQueue, 2*time.Minute, 5*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ReconcileRedeliverPolicy: one POST asking GitHub to redeliver, tried once: a retry after an
 // answer lost on the way could redeliver an event twice. A failed try is reported, not
@@ -721,31 +588,13 @@ var ReconcileRedeliverPolicy = workflow.ActivityOptions{
 // ReconcileProbePolicy: the probe of a hook whose newest delivery failed (a ping, or the
 // redelivery of a delivery that succeeded): its loss costs nothing, so unlike a failed event's
 // redelivery it is retried; given up after two minutes, and the next run probes again.
-var ReconcileProbePolicy = workflow.ActivityOptions{
-	TaskQueue:              GitHubTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 2 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReconcileProbePolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2*time.Minute,
+	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
 // ReconcileDeletePolicy: deleting an orphaned pod or Secret (NotFound is success); a failure is
 // reported after five minutes and the next run tries again.
-var ReconcileDeletePolicy = workflow.ActivityOptions{
-	TaskQueue:              TaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: 5 * time.Minute,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        500 * time.Millisecond,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ReconcileDeletePolicy = activityOptions(TaskQueue, 30*time.Second, 5*time.Minute,
+	backoff(500*time.Millisecond, 30*time.Second, retryNonRetryable))
 
 // ---- Pod watcher: one elected watcher per cluster ----
 
@@ -805,16 +654,8 @@ var ScopeListingPolicy = PoolListingPolicy
 // ListingDemandPolicy: a pool's demand is one signal-with-start to Temporal itself; a Temporal
 // that does not answer is retried for as long as it takes (the pool's worker cannot make
 // progress without it either), and the pool's continue-as-new waits for it.
-var ListingDemandPolicy = workflow.ActivityOptions{
-	TaskQueue:           TaskQueue,
-	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        200 * time.Millisecond,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: retryNonRetryable,
-	},
-}
+var ListingDemandPolicy = activityOptions(TaskQueue, 30*time.Second, untilDone,
+	backoff(200*time.Millisecond, 30*time.Second, retryNonRetryable))
 
 // ---- Quota waits: pods the namespace has no room for ----
 
@@ -884,31 +725,13 @@ const ScaleSetCompletedKept = 1000
 // runner's JIT configuration, a runner's removal) are short; 5xx and 429 back off to a minute,
 // a Retry-After from the service overriding the backoff. A 401 drops the worker's cached admin
 // token, so the next attempt fetches a fresh one.
-var ScaleSetActivityPolicy = workflow.ActivityOptions{
-	TaskQueue:              ScaleSetTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: time.Hour,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
-}
+var ScaleSetActivityPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, time.Hour,
+	backoff(time.Second, time.Minute, scaleSetNonRetryable))
 
 // ScaleSetRunnerRemovalPolicy: the service refuses to remove a runner while its job runs
 // (JobStillRunning, as REST's 422); try again at the busy pace until the job ends.
-var ScaleSetRunnerRemovalPolicy = workflow.ActivityOptions{
-	TaskQueue:              ScaleSetTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: MaxJobDuration,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        BusyUnregisterRetryInterval,
-		BackoffCoefficient:     1,
-		MaximumInterval:        BusyUnregisterRetryInterval,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
-}
+var ScaleSetRunnerRemovalPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, MaxJobDuration,
+	fixedPace(BusyUnregisterRetryInterval, scaleSetNonRetryable))
 
 // ScaleSetSessionConflictRetry: a set has one message session; while another is open (another
 // listener's, or one a lost worker left until the service ends it after minutes without a
@@ -918,21 +741,21 @@ const ScaleSetSessionConflictRetry = 30 * time.Second
 
 // ScaleSetSessionOpenPolicy: opening a session retries 409 (SessionConflict) and the service's
 // failures at ScaleSetSessionConflictRetry.
-var ScaleSetSessionOpenPolicy = workflow.ActivityOptions{
-	TaskQueue:           ScaleSetTaskQueue,
-	StartToCloseTimeout: 30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        5 * time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        ScaleSetSessionConflictRetry,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
-}
+var ScaleSetSessionOpenPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, untilDone,
+	backoff(5*time.Second, ScaleSetSessionConflictRetry, scaleSetNonRetryable))
 
 // ScaleSetPollHeartbeat: the long poll (up to about 50 s at the service) heartbeats at this
 // pace, so a worker that died is noticed within ScaleSetPollPolicy's heartbeat timeout rather
 // than at the end of the poll.
 const ScaleSetPollHeartbeat = 5 * time.Second
+
+// sessionWorkerRetry: calls on a session's worker queue retry briefly (ten attempts, with
+// Retry-After overriding the backoff); a lost worker is noticed by ScheduleToStart instead.
+func sessionWorkerRetry() *temporal.RetryPolicy {
+	retry := backoff(time.Second, time.Minute, scaleSetNonRetryable)
+	retry.MaximumAttempts = 10
+	return retry
+}
 
 // ScaleSetPollPolicy: one long poll, a heartbeating activity on the session's worker queue (the
 // choice for a wait of up to a minute: a timer plus a short check would cost a Temporal action
@@ -943,13 +766,7 @@ var ScaleSetPollPolicy = workflow.ActivityOptions{
 	ScheduleToStartTimeout: 30 * time.Second,
 	StartToCloseTimeout:    2 * time.Minute,
 	HeartbeatTimeout:       4 * ScaleSetPollHeartbeat,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		MaximumAttempts:        10,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
+	RetryPolicy:            sessionWorkerRetry(),
 }
 
 // ScaleSetSessionCallPolicy: acknowledging a message and closing a session run on the
@@ -957,13 +774,7 @@ var ScaleSetPollPolicy = workflow.ActivityOptions{
 var ScaleSetSessionCallPolicy = workflow.ActivityOptions{
 	ScheduleToStartTimeout: 30 * time.Second,
 	StartToCloseTimeout:    30 * time.Second,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        time.Minute,
-		MaximumAttempts:        10,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
+	RetryPolicy:            sessionWorkerRetry(),
 }
 
 // UnmatchedJobsMax: the unmatched-jobs workflow keeps this many of the newest queued jobs no
@@ -992,14 +803,5 @@ func ScaleSetListenerChildPolicy(workflowID string) workflow.ChildWorkflowOption
 // ScaleSetForcedRunnerRemovalPolicy: removing a force-removed scale-set runner (its pod is
 // gone, its job about to fail) retries the service's busy refusal as ForceUnregisterPolicy
 // retries REST's, bounded by ForceRemoveBusyGrace.
-var ScaleSetForcedRunnerRemovalPolicy = workflow.ActivityOptions{
-	TaskQueue:              ScaleSetTaskQueue,
-	StartToCloseTimeout:    30 * time.Second,
-	ScheduleToCloseTimeout: ForceRemoveBusyGrace,
-	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        5 * time.Second,
-		BackoffCoefficient:     1,
-		MaximumInterval:        5 * time.Second,
-		NonRetryableErrorTypes: scaleSetNonRetryable,
-	},
-}
+var ScaleSetForcedRunnerRemovalPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, ForceRemoveBusyGrace,
+	fixedPace(5*time.Second, scaleSetNonRetryable))

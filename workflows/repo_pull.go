@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -139,18 +137,10 @@ func NextRepoPull(st RepoPullState) time.Time {
 // RecordPullDemand applies one pool's demand: a withdrawal removes the pool, a new pool, new
 // labels or a Resend make the next read reach it.
 func RecordPullDemand(pools []RepoPullPool, d PullDemand) []RepoPullPool {
-	i := slices.IndexFunc(pools, func(p RepoPullPool) bool { return p.Pool == d.Pool })
-	switch {
-	case d.Interval <= 0 && i >= 0:
-		return slices.Delete(pools, i, i+1)
-	case d.Interval <= 0:
-		return pools
-	case i < 0:
-		pools = append(pools, RepoPullPool{PullDemand: d})
-		slices.SortFunc(pools, func(a, b RepoPullPool) int { return strings.Compare(a.Pool, b.Pool) })
+	pools, p := applyDemand(pools, RepoPullPool{PullDemand: d}, d.Interval)
+	if p == nil {
 		return pools
 	}
-	p := &pools[i]
 	if d.Resend || !slices.Equal(p.Labels, d.Labels) {
 		p.Sent = ""
 	}
@@ -242,7 +232,7 @@ type repoPull struct {
 	st      RepoPullState
 	logger  log.Logger
 	changed bool
-	demands workflow.ReceiveChannel
+	demands demandSignals[PullDemand]
 	reads   int
 }
 
@@ -250,14 +240,7 @@ func (r *repoPull) run() error {
 	if err := workflow.SetQueryHandler(r.ctx, QueryStatus, func() (RepoPullState, error) { return r.st, nil }); err != nil {
 		return err
 	}
-	r.demands = workflow.GetSignalChannel(r.ctx, SignalPullDemand)
-	workflow.Go(r.ctx, func(ctx workflow.Context) {
-		for {
-			var d PullDemand
-			r.demands.Receive(ctx, &d)
-			r.record(d)
-		}
-	})
+	r.demands = listenForDemands(r.ctx, SignalPullDemand, r.record)
 	for {
 		now := workflow.Now(r.ctx)
 		r.changed = false
@@ -266,13 +249,13 @@ func (r *repoPull) run() error {
 			continue
 		}
 		if len(r.st.Pools) == 0 && !now.Before(r.st.IdleSince.Add(PullShareIdleExit)) {
-			if !r.drainDemands() {
+			if !r.demands.drain() {
 				return nil
 			}
 			continue
 		}
 		if workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() || r.reads >= PullShareReadsPerRun {
-			r.drainDemands()
+			r.demands.drain()
 			st := r.st
 			return workflow.NewContinueAsNewError(r.ctx, RepoPullWorkflowType, RepoPullInput{Repository: st.Repository, State: &st})
 		}
@@ -290,26 +273,13 @@ func (r *repoPull) record(d PullDemand) {
 	r.changed = true
 }
 
-func (r *repoPull) drainDemands() bool {
-	got := false
-	for {
-		var d PullDemand
-		if !r.demands.ReceiveAsync(&d) {
-			return got
-		}
-		r.record(d)
-		got = true
-	}
-}
-
 // wait blocks until a demand arrives or the next read (or the idle exit) is due.
 func (r *repoPull) wait(now time.Time) error {
 	wake := NextRepoPull(r.st)
 	if len(r.st.Pools) == 0 {
 		wake = r.st.IdleSince.Add(PullShareIdleExit)
 	}
-	_, err := workflow.AwaitWithTimeout(r.ctx, max(wake.Sub(now), time.Second), func() bool { return r.changed })
-	return err
+	return awaitWake(r.ctx, now, wake, func() bool { return r.changed })
 }
 
 // read reads the repository once (every job, whatever its labels) and tells each pool its part.
@@ -340,18 +310,16 @@ func (r *repoPull) read() {
 
 // tell signals each pool its part, all at once, and drops the pools that no longer exist.
 func (r *repoPull) tell(sends []RepoPullSend, now time.Time) {
-	futures := make([]workflow.Future, len(sends))
+	signals := make([]poolSignal, len(sends))
 	for i, s := range sends {
-		futures[i] = workflow.SignalExternalWorkflow(r.ctx, PoolWorkflowID(s.Pool), "", SignalRepoPull, s.Signal)
+		signals[i] = poolSignal{Pool: s.Pool, Arg: s.Signal}
 	}
 	r.st.Signals += int64(len(sends))
-	for i, f := range futures {
-		err := f.Get(r.ctx, nil)
+	signalPools(r.ctx, SignalRepoPull, signals, func(i int, err error) {
 		j := slices.IndexFunc(r.st.Pools, func(p RepoPullPool) bool { return p.Pool == sends[i].Pool })
-		var gone *temporal.UnknownExternalWorkflowExecutionError
 		switch {
-		case j < 0:
-		case errors.As(err, &gone):
+		case j < 0: // withdrew meanwhile
+		case poolGone(err):
 			r.logger.Info("Pool no longer exists; dropped from the repository's pull", "pool", sends[i].Pool)
 			r.record(PullDemand{Pool: sends[i].Pool})
 		case err != nil:
@@ -359,5 +327,5 @@ func (r *repoPull) tell(sends []RepoPullSend, now time.Time) {
 		default:
 			r.st.Pools[j].Sent, r.st.Pools[j].SentAt = sends[i].Digest, now
 		}
-	}
+	})
 }

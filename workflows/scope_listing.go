@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -151,18 +149,10 @@ func NextScopeListing(st ScopeListingState, now time.Time) time.Time {
 // RecordDemand applies one pool's demand to the table: a withdrawal removes the pool, a new
 // pool or a Resend makes the next listing reach it whatever it holds.
 func RecordDemand(pools []ScopeListingPool, d ListingDemand) []ScopeListingPool {
-	i := slices.IndexFunc(pools, func(p ScopeListingPool) bool { return p.Pool == d.Pool })
-	switch {
-	case d.Interval <= 0 && i >= 0:
-		return slices.Delete(pools, i, i+1)
-	case d.Interval <= 0:
-		return pools
-	case i < 0:
-		pools = append(pools, ScopeListingPool{ListingDemand: d})
-		slices.SortFunc(pools, func(a, b ScopeListingPool) int { return strings.Compare(a.Pool, b.Pool) })
+	pools, p := applyDemand(pools, ScopeListingPool{ListingDemand: d}, d.Interval)
+	if p == nil {
 		return pools
 	}
-	p := &pools[i]
 	p.ListingDemand.Interval, p.ListingDemand.FastUntil = d.Interval, d.FastUntil
 	if d.Resend {
 		p.Sent = ""
@@ -223,7 +213,7 @@ type scopeListing struct {
 	st      ScopeListingState
 	logger  log.Logger
 	changed bool
-	demands workflow.ReceiveChannel
+	demands demandSignals[ListingDemand]
 	runs    int
 }
 
@@ -231,14 +221,7 @@ func (l *scopeListing) run() error {
 	if err := workflow.SetQueryHandler(l.ctx, QueryStatus, func() (ScopeListingState, error) { return l.st, nil }); err != nil {
 		return err
 	}
-	l.demands = workflow.GetSignalChannel(l.ctx, SignalListingDemand)
-	workflow.Go(l.ctx, func(ctx workflow.Context) {
-		for {
-			var d ListingDemand
-			l.demands.Receive(ctx, &d)
-			l.record(d)
-		}
-	})
+	l.demands = listenForDemands(l.ctx, SignalListingDemand, l.record)
 	for {
 		now := workflow.Now(l.ctx)
 		l.changed = false
@@ -247,13 +230,13 @@ func (l *scopeListing) run() error {
 			continue
 		}
 		if len(l.st.Pools) == 0 && !now.Before(l.st.IdleSince.Add(ScopeListingIdleExit)) {
-			if !l.drainDemands() {
+			if !l.demands.drain() {
 				return nil // no pool asked for a while: the next demand starts a new run
 			}
 			continue
 		}
 		if workflow.GetInfo(l.ctx).GetContinueAsNewSuggested() || l.runs >= ScopeListingListingsPerRun {
-			l.drainDemands()
+			l.demands.drain()
 			st := l.st
 			return workflow.NewContinueAsNewError(l.ctx, ScopeListingWorkflowType, ScopeListingInput{Scope: st.Scope, State: &st})
 		}
@@ -272,29 +255,13 @@ func (l *scopeListing) record(d ListingDemand) {
 	l.changed = true
 }
 
-// drainDemands takes the demands still queued (before the run ends or continues as new) and
-// reports whether there were any.
-func (l *scopeListing) drainDemands() bool {
-	got := false
-	for {
-		var d ListingDemand
-		if !l.demands.ReceiveAsync(&d) {
-			return got
-		}
-		l.record(d)
-		got = true
-	}
-}
-
 // wait blocks until a demand arrives or the next listing (or the idle exit) is due.
 func (l *scopeListing) wait(now time.Time) error {
 	wake := NextScopeListing(l.st, now)
 	if len(l.st.Pools) == 0 {
 		wake = l.st.IdleSince.Add(ScopeListingIdleExit)
 	}
-	d := max(wake.Sub(now), time.Second)
-	_, err := workflow.AwaitWithTimeout(l.ctx, d, func() bool { return l.changed })
-	return err
+	return awaitWake(l.ctx, now, wake, func() bool { return l.changed })
 }
 
 // list lists the scope once and tells each pool what concerns it.
@@ -321,19 +288,16 @@ func (l *scopeListing) list() {
 
 // tell signals each pool its part, all at once, and drops the pools that no longer exist.
 func (l *scopeListing) tell(sends []PoolListingSend, now time.Time) {
-	futures := make([]workflow.Future, len(sends))
+	signals := make([]poolSignal, len(sends))
 	for i, s := range sends {
-		futures[i] = workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(s.Pool), "", SignalScopeListing,
-			ScopeListingSignal{Scope: l.st.Scope, At: now, Runners: s.Runners})
+		signals[i] = poolSignal{Pool: s.Pool, Arg: ScopeListingSignal{Scope: l.st.Scope, At: now, Runners: s.Runners}}
 	}
 	l.st.Signals += int64(len(sends))
-	for i, f := range futures {
-		err := f.Get(l.ctx, nil)
+	signalPools(l.ctx, SignalScopeListing, signals, func(i int, err error) {
 		j := slices.IndexFunc(l.st.Pools, func(p ScopeListingPool) bool { return p.Pool == sends[i].Pool })
-		var gone *temporal.UnknownExternalWorkflowExecutionError
 		switch {
 		case j < 0: // withdrew meanwhile
-		case errors.As(err, &gone):
+		case poolGone(err):
 			l.logger.Info("Pool no longer exists; dropped from the scope's listing", "pool", sends[i].Pool)
 			l.record(ListingDemand{Pool: sends[i].Pool})
 		case err != nil:
@@ -341,5 +305,5 @@ func (l *scopeListing) tell(sends []PoolListingSend, now time.Time) {
 		default:
 			l.st.Pools[j].Sent, l.st.Pools[j].SentAt = sends[i].Digest, now
 		}
-	}
+	})
 }

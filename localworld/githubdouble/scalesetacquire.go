@@ -51,7 +51,7 @@ func (s *Server) svcAcquirableJobs(r *http.Request, scope Scope, _ []byte) (int,
 			JobWorkflowRef: m.JobWorkflowRef, EventName: m.EventName, RequestLabels: m.RequestLabels,
 		})
 	}
-	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+	return serviceList(out)
 }
 
 // int64ListJSON is the Actions service's list of ids.
@@ -105,10 +105,8 @@ func (s *Server) acquiringSet(r *http.Request) (*scaleSet, *serviceError) {
 	if !ok || err != nil || qt.scaleSetID != id {
 		return nil, unauthorized
 	}
-	ss := s.st.scaleSets[qt.scaleSetID]
-	if ss == nil || s.liveSession(ss) == nil || ss.session.id != qt.sessionID || !s.now().Before(ss.session.tokenExpires) {
-		return nil, unauthorized
+	if ss := s.liveTokenSet(qt); ss != nil {
+		return ss, nil
 	}
-	ss.session.lastSeen = s.now()
-	return ss, nil
+	return nil, unauthorized
 }

@@ -211,12 +211,21 @@ func (s *Server) queueSession(r *http.Request) (*scaleSet, *serviceError) {
 	if !ok || qt.sessionID != r.PathValue("session_id") {
 		return nil, unauthorized
 	}
+	if ss := s.liveTokenSet(qt); ss != nil {
+		return ss, nil
+	}
+	return nil, unauthorized
+}
+
+// liveTokenSet is the set of a message-queue token whose session is still the set's live one
+// and whose token has not expired, marked as seen now; nil otherwise. Callers hold s.mu.
+func (s *Server) liveTokenSet(qt queueToken) *scaleSet {
 	ss := s.st.scaleSets[qt.scaleSetID]
 	if ss == nil || s.liveSession(ss) == nil || ss.session.id != qt.sessionID || !s.now().Before(ss.session.tokenExpires) {
-		return nil, unauthorized
+		return nil
 	}
 	ss.session.lastSeen = s.now()
-	return ss, nil
+	return ss
 }
 
 // messageJSON is a queue message: a batch of job messages in Body, as a JSON string.

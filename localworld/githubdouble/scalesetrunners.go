@@ -265,7 +265,7 @@ func (s *Server) svcFindRunner(r *http.Request, scope Scope, _ []byte) (int, any
 			out = append(out, refOf(rn))
 		}
 	}
-	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+	return serviceList(out)
 }
 
 // svcRemoveRunner removes a runner; one running a job is refused, as REST refuses with 422.

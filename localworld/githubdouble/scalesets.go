@@ -167,6 +167,11 @@ func scaleSetLabels(in scaleSetJSON) []scaleSetLabelJSON {
 	return out
 }
 
+// serviceList answers a lookup with the service's list shape: {"count": n, "value": [...]}.
+func serviceList[T any](out []T) (int, any, *serviceError) {
+	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+}
+
 // scaleSetByName finds a set by name within a runner group (names compare case-insensitively).
 // Callers hold s.mu.
 func (s *Server) scaleSetByName(scope Scope, groupID int64, name string) *scaleSet {
@@ -187,7 +192,7 @@ func (s *Server) svcFindScaleSet(r *http.Request, scope Scope, _ []byte) (int, a
 	if ss := s.scaleSetByName(scope, groupID, name); ss != nil && name != "" {
 		out = append(out, s.renderScaleSet(ss))
 	}
-	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+	return serviceList(out)
 }
 
 func (s *Server) svcGetScaleSet(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
@@ -316,5 +321,5 @@ func (s *Server) svcFindRunnerGroup(r *http.Request, scope Scope, _ []byte) (int
 		}
 		out = append(out, runnerGroupJSON{ID: g.id, Name: g.name, Size: size, IsDefault: g.id == defaultGroupID})
 	}
-	return http.StatusOK, map[string]any{"count": len(out), "value": out}, nil
+	return serviceList(out)
 }
