@@ -117,6 +117,15 @@ func (c comparison) costs() {
 		func(b PeerBurstResult) float64 { return b.GitHub.PerJob }, "%.2f")
 	c.row("", "per runner lifecycle", c.rf.GitHub.PerRunner,
 		func(b PeerBurstResult) float64 { return b.GitHub.PerRunner }, "%.2f")
+	if slices.ContainsFunc(c.peers, func(p peerColumn) bool { return p.pb.ActionsService != nil }) {
+		// runnerflow uses no Actions service: its cell is 0.
+		c.row("", "Actions service calls per job (not REST)", 0, func(b PeerBurstResult) float64 {
+			if b.ActionsService == nil {
+				return 0
+			}
+			return b.ActionsService.PerJob
+		}, "%.2f")
+	}
 	c.row(fmt.Sprintf("4 Kubernetes writes, N=%d", c.n), "per job", c.rf.Kubernetes.PerJob,
 		func(b PeerBurstResult) float64 { return b.Kubernetes.PerJob }, "%.2f")
 	c.row("", "per runner lifecycle", c.rf.Kubernetes.PerRunner,
@@ -137,6 +146,9 @@ func (c comparison) breakdowns() {
 		}
 		b := p.pb
 		fmt.Fprintf(c.w, "  %s GitHub calls: %s\n", p.name, byCount(b.GitHub.ByEndpoint))
+		if b.ActionsService != nil {
+			fmt.Fprintf(c.w, "  %s Actions service calls: %s\n", p.name, byCount(b.ActionsService.ByEndpoint))
+		}
 		fmt.Fprintf(c.w, "  %s Kubernetes writes: %s\n", p.name, byCount(b.Kubernetes.ByKind))
 		webhooks := "no webhooks (its listeners poll)"
 		if b.WebhooksSent > 0 {

@@ -63,6 +63,8 @@ func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say
 	}
 	w.kube, err = testworld.StartKubeWith(ctx, testworld.KubeOptions{
 		Dir: w.dir + "/kube", Users: append(testworld.ARCUsers(), testworld.GarbageCollectorUser), AuditWrites: true,
+		// The listeners scale their sets as the ServiceAccount ARC gives their pods.
+		AuditServiceAccounts: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)

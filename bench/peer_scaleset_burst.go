@@ -183,6 +183,7 @@ func (b *scaleSetBurst) measure(end time.Time) (PeerBurstResult, error) {
 		}
 	}
 	res.GitHub = githubCost(b.w.gh, res.Runners, b.n)
+	res.ActionsService = actionsServiceCost(b.w.gh, res.Runners, b.n)
 	res.Kubernetes, res.GarbageCollectorWrites = peerKubernetesCost(ours, res.Runners, b.n, scaleSetWriter)
 	res.Latency, res.JobsOnPeerPods, err = b.latencies(podCreated)
 	return res, err
@@ -233,4 +234,17 @@ func (b *scaleSetBurst) latencies(podCreated map[string]time.Time) (PeerLatency,
 		ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
 		AllStartedSeconds: round1(b.allStarted.Sub(b.start).Seconds()),
 	}, onPeerPods, nil
+}
+
+// actionsServiceCost is the scale sets' calls to the double's Actions service since the last
+// reset, counted as figure 2 counts REST calls.
+func actionsServiceCost(gh *githubdouble.Server, runners, jobs int) *GitHubResult {
+	res := &GitHubResult{ByEndpoint: map[string]int{}}
+	for k, v := range gh.ActionsServiceCalls() {
+		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
+		res.Calls += v
+	}
+	res.PerRunner = ratio(res.Calls, runners)
+	res.PerJob = ratio(res.Calls, jobs)
+	return res
 }

@@ -227,10 +227,14 @@ type PeerBurstResult struct {
 	WebhooksSent    int `json:"webhooksSent"`
 	WebhooksRefused int `json:"webhooksRefused"`
 	// Seconds is the whole phase: first webhook to the peer scaled back to zero.
-	Seconds    float64          `json:"seconds"`
-	Latency    PeerLatency      `json:"latency"`
-	GitHub     GitHubResult     `json:"github"`
-	Kubernetes KubernetesResult `json:"kubernetes"`
+	Seconds float64      `json:"seconds"`
+	Latency PeerLatency  `json:"latency"`
+	GitHub  GitHubResult `json:"github"`
+	// ActionsService is, for ARC's scale sets, their calls to GitHub's Actions service
+	// (sessions, message polls, job acquisition, JIT configurations): not REST calls, not
+	// charged to the REST budget, so apart from GitHub.
+	ActionsService *GitHubResult    `json:"actionsService,omitempty"`
+	Kubernetes     KubernetesResult `json:"kubernetes"`
 	// GarbageCollectorWrites are the garbage collector's deletes of the peer's objects,
 	// included in Kubernetes.Writes: the peer leaves its pods to it.
 	GarbageCollectorWrites int `json:"garbageCollectorWrites"`
