@@ -154,8 +154,12 @@ func (c comparison) breakdowns() {
 		if b.WebhooksSent > 0 {
 			webhooks = fmt.Sprintf("%d of %d webhook deliveries refused", b.WebhooksRefused, b.WebhooksSent)
 		}
-		fmt.Fprintf(c.w, "  %s: %s; %d of %d jobs ran on pods it created; %d runner lifecycles\n",
-			p.name, webhooks, b.JobsOnPeerPods, b.Jobs, b.Runners)
+		stuck := ""
+		if b.RunnersStuckDeleting > 0 {
+			stuck = fmt.Sprintf("; %d runners it could not finish deleting (removed at the service twice, the second answered not found)", b.RunnersStuckDeleting)
+		}
+		fmt.Fprintf(c.w, "  %s: %s; %d of %d jobs ran on pods it created; %d runner lifecycles%s\n",
+			p.name, webhooks, b.JobsOnPeerPods, b.Jobs, b.Runners, stuck)
 	}
 }
 

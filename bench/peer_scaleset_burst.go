@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
@@ -32,6 +33,8 @@ type scaleSetBurst struct {
 	// start is just before the first job was queued; the listeners learn of jobs from the
 	// double's Actions service, not from webhooks.
 	start, allStarted time.Time
+	// stuck counts the EphemeralRunners ARC was stuck deleting when the burst settled.
+	stuck int
 }
 
 // burst measures figures 1, 2 and 4 for ARC's scale sets: n jobs queued at once across two
@@ -109,7 +112,8 @@ func (b *scaleSetBurst) fire() error {
 }
 
 // waitSettled waits until every job completed and both sets are back to zero: their
-// EphemeralRunnerSets ask for no runner, no EphemeralRunner and no runner pod is left.
+// EphemeralRunnerSets ask for no runner, and no EphemeralRunner or runner pod is left but
+// those ARC is stuck deleting (stuckDeleting).
 func (b *scaleSetBurst) waitSettled(ctx context.Context) error {
 	return pollEvery(ctx, time.Second, "ARC's scale sets to scale down", func() (bool, error) {
 		for _, id := range b.jobs {
@@ -126,13 +130,58 @@ func (b *scaleSetBurst) waitSettled(ctx context.Context) error {
 				return false, nil
 			}
 		}
-		runners, err := b.w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
-		if err != nil || len(runners.Items) > 0 {
+		stuck, err := b.stuckDeleting(ctx)
+		if err != nil || stuck == nil {
 			return false, err
 		}
 		pods, err := b.w.client.CoreV1().Pods(scaleSetNamespace).List(ctx, metav1.ListOptions{LabelSelector: notListenerPods})
-		return err == nil && len(pods.Items) == 0, err
+		if err != nil {
+			return false, err
+		}
+		for _, pod := range pods.Items {
+			if !stuck[pod.Name] {
+				return false, nil
+			}
+		}
+		b.stuck = len(stuck)
+		return true, nil
 	})
+}
+
+// stuckDeleting names the EphemeralRunners left, each of which ARC is deleting; nil while one
+// is not being deleted. ARC v0.27.6 removes an idle runner at the service, deletes its
+// EphemeralRunner, and then, finalizing it, removes the runner at the service again: the
+// service answers that the runner is not found, which ARC takes for a failure and retries for
+// ever, so such a runner never goes (nor its pod, which it deletes after).
+func (b *scaleSetBurst) stuckDeleting(ctx context.Context) (map[string]bool, error) {
+	runners, err := b.w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	stuck := map[string]bool{}
+	for _, r := range runners.Items {
+		if r.GetDeletionTimestamp() == nil {
+			return nil, nil
+		}
+		stuck[r.GetName()] = true
+	}
+	return stuck, nil
+}
+
+// unstick drops the finalizers of the EphemeralRunners ARC is stuck deleting, as an operator
+// would, so the burst's sets can go. The benchmark's own write, not counted.
+func (b *scaleSetBurst) unstick(ctx context.Context) {
+	stuck, err := b.stuckDeleting(ctx)
+	if err != nil {
+		b.w.log.Warn("list EphemeralRunners", "error", err)
+	}
+	for name := range stuck {
+		_, err := b.w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).Patch(ctx, name,
+			types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil {
+			b.w.log.Warn("drop a stuck EphemeralRunner's finalizers", "name", name, "error", err)
+		}
+	}
 }
 
 // tearDown deletes the burst's sets and their Secrets, and waits until ARC has finished them
@@ -141,6 +190,7 @@ func (b *scaleSetBurst) waitSettled(ctx context.Context) error {
 func (b *scaleSetBurst) tearDown() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	b.unstick(ctx)
 	sets := b.w.dyn.Resource(arcRunnerSets).Namespace(scaleSetNamespace)
 	for _, pool := range b.pools {
 		if err := sets.Delete(ctx, pool, metav1.DeleteOptions{}); err != nil {
@@ -161,7 +211,7 @@ func (b *scaleSetBurst) tearDown() {
 
 // measure reads the double's counters, the audit log and the simulator's online times.
 func (b *scaleSetBurst) measure(end time.Time) (PeerBurstResult, error) {
-	res := PeerBurstResult{Jobs: b.n, Pools: len(b.pools), Seconds: round1(end.Sub(b.start).Seconds())}
+	res := PeerBurstResult{Jobs: b.n, Pools: len(b.pools), Seconds: round1(end.Sub(b.start).Seconds()), RunnersStuckDeleting: b.stuck}
 	writes, err := b.w.kube.AuditedWrites()
 	if err != nil {
 		return res, err
