@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +24,12 @@ var (
 	arcEphemeralRunners    = testworld.ARCScaleSetGroupVersion.WithResource("ephemeralrunners")
 )
 
-const notListenerPods = "app.kubernetes.io/component!=runner-scale-set-listener"
+const (
+	notListenerPods = "app.kubernetes.io/component!=runner-scale-set-listener"
+	// arcRegistrationFinalizer is the finalizer with which ARC removes an EphemeralRunner's
+	// runner at the service before letting it go.
+	arcRegistrationFinalizer = "ephemeralrunner.actions.github.com/runner-registration-finalizer"
+)
 
 // scaleSetBurst is one burst of queued jobs in the scale-set world.
 type scaleSetBurst struct {
@@ -148,11 +155,13 @@ func (b *scaleSetBurst) waitSettled(ctx context.Context) error {
 	})
 }
 
-// stuckDeleting names the EphemeralRunners left, each of which ARC is deleting; nil while one
-// is not being deleted. ARC v0.27.6 removes an idle runner at the service, deletes its
+// stuckDeleting names the EphemeralRunners left, each of which ARC is stuck deleting; nil
+// while another is left. ARC v0.27.6 removes an idle runner at the service, deletes its
 // EphemeralRunner, and then, finalizing it, removes the runner at the service again: the
 // service answers that the runner is not found, which ARC takes for a failure and retries for
-// ever, so such a runner never goes (nor its pod, which it deletes after).
+// ever, so such a runner never goes (nor its pod, which it deletes after). Such a runner is
+// being deleted, has not finished (a finished one is let go without the second removal) and
+// still holds ARC's registration finalizer; one being deleted otherwise is waited for.
 func (b *scaleSetBurst) stuckDeleting(ctx context.Context) (map[string]bool, error) {
 	runners, err := b.w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -160,7 +169,8 @@ func (b *scaleSetBurst) stuckDeleting(ctx context.Context) (map[string]bool, err
 	}
 	stuck := map[string]bool{}
 	for _, r := range runners.Items {
-		if r.GetDeletionTimestamp() == nil {
+		phase, _, _ := unstructured.NestedString(r.Object, "status", "phase")
+		if r.GetDeletionTimestamp() == nil || phase == string(corev1.PodSucceeded) || !slices.Contains(r.GetFinalizers(), arcRegistrationFinalizer) {
 			return nil, nil
 		}
 		stuck[r.GetName()] = true
