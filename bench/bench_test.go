@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,8 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{"--jobs", "abc"}, {"--jobs", "0"}, {"--jobs", "2001"}, {"--idle", "5000,1000"}, {"--idle", ""},
 		{"--skip", "everything"}, {"--rate", "0"}, {"--load-duration", "0s"}, {"--rate", "1", "--load-duration", "10ms"},
 		{"--github-budget", "-1"}, {"extra"}, {"--pools", "-1"}, {"--pools", "50", "--workers", "0"},
-		{"--pools", "50", "--pool-runners", "1001"},
+		{"--pools", "50", "--pool-runners", "1001"}, {"--peer", "argo"}, {"--peer", "arc,arc"}, {"--peer", "arc,"},
+		{"--peer", "arc-scaleset", "--skip", "burst"},
 	} {
 		if _, _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -136,6 +138,10 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 	opts, _, err = parseFlags([]string{"--pools", "50", "--workers", "3"}, io.Discard)
 	if err != nil || opts.Pools != 50 || opts.Workers != 3 || opts.PoolRunners != 20 {
 		t.Errorf("parseFlags(--pools 50 --workers 3) = %+v, %v", opts, err)
+	}
+	opts, _, err = parseFlags([]string{"--peer", "arc,arc-scaleset"}, io.Discard)
+	if err != nil || !slices.Equal(opts.peers(), []string{peerARC, peerARCScaleSet}) {
+		t.Errorf("parseFlags(--peer arc,arc-scaleset) = %q, %v", opts.peers(), err)
 	}
 }
 

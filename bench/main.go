@@ -3,9 +3,9 @@
 // figures: scale-up latency under a burst of queued jobs, GitHub REST calls per runner
 // lifecycle and per webhook event, Temporal history events and billable actions, Kubernetes
 // writes per runner, worker memory per idle runner workflow, and the starter's webhook
-// throughput. --out writes the same numbers as JSON. --peer arc then runs the same bursts with
-// actions-runner-controller in a fresh world of its own and prints figures 1, 2 and 4 of both
-// side by side with their ratio. docs/benchmarks.md explains each figure.
+// throughput. --out writes the same numbers as JSON. --peer arc,arc-scaleset then runs the same
+// bursts with actions-runner-controller's summerwind and scale-set modes, each in a fresh world
+// of its own, and prints figures 1, 2 and 4 of all side by side with their ratios. docs/benchmarks.md explains each figure.
 package main
 
 import (
@@ -65,7 +65,8 @@ type Options struct {
 	// Skip names phases not to run: burst, throughput, memory, fleet, pull-fleet.
 	Skip []string
 	// Peer names a system to measure beside runnerflow after its phases, with the same bursts
-	// in a fresh world of its own ("arc": actions-runner-controller); empty for none.
+	// in a fresh world of its own, comma-separated: "arc" (actions-runner-controller's summerwind
+	// mode), "arc-scaleset" (its scale-set mode); empty for none.
 	Peer string
 	// PeerSyncPeriod is the peer's resync period (ARC's --sync-period; default ARC's 1m).
 	PeerSyncPeriod time.Duration
@@ -125,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (50)")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
-	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with this system, in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+")")
+	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (its scale-set mode)")
 	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
 	fs.IntVar(&opts.Pools, "pools", 0, "also run the fleet phases: this many pools in one organization, at rest and through a burst, and as many pull pools of 20 repositories each (0: not run)")
 	fs.IntVar(&opts.PoolRunners, "pool-runners", 20, "runners of each pool in the fleet phase")
@@ -195,8 +196,8 @@ func (o Options) validate() error {
 		return errors.New("--kube-qps, --kube-burst and --memory-kube-qps must not be negative")
 	case float64(o.Rate)*o.LoadDuration.Seconds() < 1:
 		return errors.New("--rate × --load-duration offers no webhook at all")
-	case o.Peer != "" && o.Peer != peerARC:
-		return fmt.Errorf("--peer: unknown peer %q (arc)", o.Peer)
+	case o.peersInvalid() != nil:
+		return o.peersInvalid()
 	case o.Peer != "" && !o.runs("burst"):
 		return errors.New("--peer compares the bursts: it cannot skip burst")
 	case o.Pools < 0 || (o.Pools > 0 && (o.PoolRunners <= 0 || o.PoolJobs < 0 || o.Workers <= 0)):
@@ -211,6 +212,28 @@ func (o Options) validate() error {
 
 func (o Options) runs(phase string) bool { return !slices.Contains(o.Skip, phase) }
 
+// peers are the systems --peer names, in its order.
+func (o Options) peers() []string {
+	if o.Peer == "" {
+		return nil
+	}
+	return strings.Split(o.Peer, ",")
+}
+
+// peersInvalid says what is wrong with --peer: an unknown or repeated peer.
+func (o Options) peersInvalid() error {
+	peers := o.peers()
+	for i, p := range peers {
+		if p != peerARC && p != peerARCScaleSet {
+			return fmt.Errorf("--peer: unknown peer %q (arc, arc-scaleset)", p)
+		}
+		if slices.Contains(peers[:i], p) {
+			return fmt.Errorf("--peer: %q named twice", p)
+		}
+	}
+	return nil
+}
+
 // run runs runnerflow's phases and then, with --peer, the peer's bursts in a world of its
 // own, and returns the results. A phase that fails is recorded in Results.Failures and the
 // next one runs; an interrupt stops the run.
@@ -222,7 +245,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 		return res, err
 	}
 	if opts.Peer != "" {
-		if err := runPeer(ctx, opts, progress, logPath, &res); err != nil {
+		if err := runPeers(ctx, opts, progress, logPath, &res); err != nil {
 			return res, err
 		}
 	}

@@ -4,34 +4,41 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"time"
-
-	"k8s.io/klog/v2"
 
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 )
 
-// runPeer measures the peer (--peer arc) with the same bursts as runnerflow, in a fresh world
+// ARC's two modes, as the comparison names them.
+const (
+	modeSummerwind = "summerwind"
+	modeScaleSets  = "scale sets"
+)
+
+// runPeers measures each peer --peer names, in the order given, each in a world of its own.
+func runPeers(ctx context.Context, opts Options, progress io.Writer, logPath string, res *Results) error {
+	for _, p := range opts.peers() {
+		run := runPeer
+		if p == peerARCScaleSet {
+			run = runScaleSetPeer
+		}
+		if err := run(ctx, opts, progress, logPath, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPeer measures ARC's summerwind mode (--peer arc) with the same bursts as runnerflow, in a fresh world
 // of its own started once runnerflow's is gone, so the two never share the machine. Its
 // warnings go to the same log file as runnerflow's.
 func runPeer(ctx context.Context, opts Options, progress io.Writer, logPath string, res *Results) error {
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	log, say, closeLog, err := peerLog(progress, logPath, peerARC)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		klog.Flush()
-		_ = logFile.Close()
-	}()
-	quietKlog(logFile)
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})).With("peer", opts.Peer)
-	say := func(format string, args ...any) {
-		fmt.Fprintf(progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	defer closeLog()
 	peer := &PeerResult{
-		Name: "actions-runner-controller", Version: testworld.ARCVersion,
+		Name: "actions-runner-controller", Mode: modeSummerwind, Version: testworld.ARCVersion,
 		SyncPeriodSeconds: opts.PeerSyncPeriod.Seconds(), BatchSeconds: arcBatchSeconds,
 		ScaleDownDelaySeconds: benchScaleDownDelay.Seconds(),
 	}

@@ -247,27 +247,44 @@ func (b *arcBurst) measure(end time.Time) (PeerBurstResult, error) {
 		}
 	}
 	res.GitHub = githubCost(b.w.gh, res.Runners, b.n)
-	res.Kubernetes, res.GarbageCollectorWrites = arcKubernetesCost(ours, res.Runners, b.n)
+	res.Kubernetes, res.GarbageCollectorWrites = peerKubernetesCost(ours, res.Runners, b.n, arcWriter)
 	res.WebhooksSent, res.WebhooksRefused = b.deliveries()
 	res.Latency, res.JobsOnPeerPods, err = b.latencies(podCreated)
 	return res, err
 }
 
-// arcKubernetesCost is figure 4 for ARC from the audit log: every write of ARC's controller
-// manager and webhook server, and the garbage collector's deletes of ARC's objects (ARC leaves
-// its runner pods to it, where runnerflow deletes its own), which are listed apart.
-func arcKubernetesCost(writes []testworld.AuditedWrite, runners, jobs int) (KubernetesResult, int) {
+// garbageCollectorTag marks the garbage collector's writes among a peer's.
+const garbageCollectorTag = "garbage collector"
+
+// arcWriter names ARC's two processes and the garbage collector among the audit log's users.
+func arcWriter(user string) (string, bool) {
+	switch user {
+	case testworld.ARCControllerUser, testworld.ARCWebhookServerUser:
+		return "", true
+	case testworld.GarbageCollectorUser:
+		return garbageCollectorTag, true
+	}
+	return "", false
+}
+
+// peerKubernetesCost is figure 4 for a peer from the audit log: every write of the users
+// writer names (tagging some, as "(listener)"), with the garbage collector's deletes of the
+// peer's objects (ARC leaves its runner pods to it, where runnerflow deletes its own), which
+// are also counted apart.
+func peerKubernetesCost(writes []testworld.AuditedWrite, runners, jobs int, writer func(user string) (tag string, ok bool)) (KubernetesResult, int) {
 	res := KubernetesResult{ByKind: map[string]int{}}
 	gc := 0
 	for _, wr := range writes {
-		key := wr.Key()
-		switch wr.User {
-		case testworld.ARCControllerUser, testworld.ARCWebhookServerUser:
-		case testworld.GarbageCollectorUser:
-			key += " (garbage collector)"
-			gc++
-		default:
+		tag, ok := writer(wr.User)
+		if !ok {
 			continue
+		}
+		key := wr.Key()
+		if tag != "" {
+			key += " (" + tag + ")"
+		}
+		if tag == garbageCollectorTag {
+			gc++
 		}
 		if wr.Code/100 != 2 {
 			// Refused writes count, as the counting transport counts them for runnerflow;

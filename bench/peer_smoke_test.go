@@ -39,26 +39,95 @@ func TestPeerARCRunsEndToEnd(t *testing.T) {
 	}
 	checkBurst(t, res.Bursts[0])
 	checkPeerBurst(t, res.Peer.Bursts[0])
-	if p := res.Peer; p.Version != testworld.ARCVersion || p.SyncPeriodSeconds != 10 || p.BatchSeconds != arcBatchSeconds || p.ScaleDownDelaySeconds != 15 {
+	if p := res.Peer; p.Version != testworld.ARCVersion || p.Mode != modeSummerwind || p.SyncPeriodSeconds != 10 || p.BatchSeconds != arcBatchSeconds || p.ScaleDownDelaySeconds != 15 {
 		t.Errorf("peer settings %+v", p)
 	}
 	var table bytes.Buffer
 	printTable(&table, res)
 	t.Log("\n" + table.String())
 	for _, want := range []string{"RUNNERFLOW  ARC", "webhook → pod create p50", "all 4 jobs started after", "runner lifecycles per job",
-		"2 GitHub REST calls, N=4", "4 Kubernetes writes, N=4", "ARC GitHub calls:", "ARC Kubernetes writes:"} {
+		"2 GitHub REST calls, N=4", "4 Kubernetes writes, N=4", "ARC summerwind GitHub calls:", "ARC summerwind Kubernetes writes:"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("comparison lacks %q", want)
 		}
 	}
 }
 
-func checkPeerBurst(t *testing.T, b PeerBurstResult) {
-	t.Helper()
-	if b.Jobs != 4 || b.JobsOnPeerPods != b.Jobs || b.Runners < b.Jobs {
-		t.Errorf("ARC burst: %d of %d jobs ran on pods ARC created, %d runner lifecycles; want every job on an ARC pod, a runner each",
-			b.JobsOnPeerPods, b.Jobs, b.Runners)
+// TestPeerARCScaleSetRunsEndToEnd runs `bench --peer arc-scaleset` with tiny settings (4 jobs,
+// bursts only): runnerflow's burst in its world, then the same burst with ARC's scale-set
+// mode in a fresh world, where the listeners poll the double and take no webhooks. It checks
+// that every figure of the comparison was produced for both systems and that ARC's scale-set
+// controller really ran the jobs (each job's runner is an EphemeralRunner's pod ARC created);
+// it never judges speed.
+func TestPeerARCScaleSetRunsEndToEnd(t *testing.T) {
+	opts := Options{
+		Jobs: []int{4}, Idle: []int{1}, Rate: 1, LoadDuration: time.Second, Skip: []string{"throughput", "memory"},
+		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000, GitHubPointsPerMinute: 900,
+		LogPath: filepath.Join(t.TempDir(), "bench.log"), Peer: peerARCScaleSet, PeerSyncPeriod: 10 * time.Second,
 	}
+	if err := opts.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := run(ctx, opts, &progress)
+	t.Log("\n" + progress.String())
+	if err != nil || len(res.Failures) > 0 {
+		t.Fatalf("run: %v; failed phases: %q", err, res.Failures)
+	}
+	if len(res.Bursts) != 1 || res.Peer != nil || res.PeerScaleSet == nil || len(res.PeerScaleSet.Bursts) != 1 {
+		t.Fatalf("want one burst of runnerflow and of ARC's scale sets alone: runnerflow %d, scale sets %+v, summerwind %+v",
+			len(res.Bursts), res.PeerScaleSet, res.Peer)
+	}
+	checkBurst(t, res.Bursts[0])
+	checkScaleSetBurst(t, res.PeerScaleSet.Bursts[0])
+	if p := res.PeerScaleSet; p.Version != testworld.ARCVersion || p.Mode != modeScaleSets {
+		t.Errorf("peer %+v", p)
+	}
+	var table bytes.Buffer
+	printTable(&table, res)
+	t.Log("\n" + table.String())
+	for _, want := range []string{"RUNNERFLOW  ARC SCALE SETS", "webhook → pod create p50", "all 4 jobs started after", "runner lifecycles per job",
+		"2 GitHub REST calls, N=4", "4 Kubernetes writes, N=4", "ARC scale sets GitHub calls:", "ARC scale sets Kubernetes writes:", "Actions service calls per job (not REST)",
+		"ARC scale sets Actions service calls:",
+		"ARC scale sets: no webhooks (its listeners poll); 4 of 4 jobs ran on pods it created"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("comparison lacks %q", want)
+		}
+	}
+}
+
+// checkScaleSetBurst checks a scale-set burst's figures: every job on a pod ARC's controller
+// created for an EphemeralRunner, each latency measured for every job in causal order, runners
+// registered with JIT configurations, and the writes of ARC's controller, its listeners and
+// the garbage collector counted.
+func checkScaleSetBurst(t *testing.T, b PeerBurstResult) {
+	t.Helper()
+	if b.Jobs != 4 || b.JobsOnPeerPods != b.Jobs || b.Runners < b.Jobs || b.WebhooksSent != 0 {
+		t.Errorf("ARC scale-set burst: %d of %d jobs ran on pods ARC created, %d runner lifecycles, %d webhooks; want every job on an ARC pod, a runner each, no webhook",
+			b.JobsOnPeerPods, b.Jobs, b.Runners, b.WebhooksSent)
+	}
+	checkPeerLatency(t, b)
+	if g := b.GitHub; g.Calls != sum(g.ByEndpoint) || g.PerJob != ratio(g.Calls, b.Jobs) {
+		t.Errorf("ARC's GitHub REST calls %d %v: want consistent counts", g.Calls, g.ByEndpoint)
+	}
+	if a := b.ActionsService; a == nil || a.Calls != sum(a.ByEndpoint) || a.PerJob != ratio(a.Calls, b.Jobs) || !hasKeyWith(a.ByEndpoint, "/generatejitconfig ") {
+		t.Errorf("ARC's Actions service calls %+v: want JIT configurations, and consistent counts", a)
+	}
+	k := b.Kubernetes
+	if created := k.ByKind["create pods"]; created < b.Jobs || created > b.Runners || k.ByKind["create ephemeralrunners"] != b.Runners {
+		t.Errorf("ARC's writes %v for %d runners: want an EphemeralRunner per lifecycle and a pod for each one that ran a job", k.ByKind, b.Runners)
+	}
+	if k.Writes != sum(k.ByKind) || k.PerJob != ratio(k.Writes, b.Jobs) || !hasKeyWith(k.ByKind, "(listener)") {
+		t.Errorf("ARC's writes %d (%v): want consistent counts and the listeners' scaling writes", k.Writes, k.ByKind)
+	}
+}
+
+// checkPeerLatency checks that figure 1 was measured for every job of a peer's burst, in
+// causal order.
+func checkPeerLatency(t *testing.T, b PeerBurstResult) {
+	t.Helper()
 	l := b.Latency
 	for name, p := range map[string]Percentiles{"pod create": l.ToPodCreate, "online": l.ToOnline, "started": l.ToStarted} {
 		if p.N != b.Jobs {
@@ -69,6 +138,24 @@ func checkPeerBurst(t *testing.T, b PeerBurstResult) {
 	if !ordered(l.ToPodCreate.P50ms, l.ToOnline.P50ms, l.ToStarted.P50ms) || !ordered(l.ToPodCreate.MaxMs, l.ToOnline.MaxMs, l.ToStarted.MaxMs) || l.AllStartedSeconds <= 0 {
 		t.Errorf("ARC latencies out of causal order: %+v", l)
 	}
+}
+
+func hasKeyWith(m map[string]int, part string) bool {
+	for k, v := range m {
+		if strings.Contains(k, part) && v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func checkPeerBurst(t *testing.T, b PeerBurstResult) {
+	t.Helper()
+	if b.Jobs != 4 || b.JobsOnPeerPods != b.Jobs || b.Runners < b.Jobs {
+		t.Errorf("ARC burst: %d of %d jobs ran on pods ARC created, %d runner lifecycles; want every job on an ARC pod, a runner each",
+			b.JobsOnPeerPods, b.Jobs, b.Runners)
+	}
+	checkPeerLatency(t, b)
 	if b.WebhooksRefused != 0 || b.WebhooksSent != 3*b.Jobs {
 		t.Errorf("ARC refused %d of %d webhook deliveries; want all of queued, in_progress and completed per job taken", b.WebhooksRefused, b.WebhooksSent)
 	}
@@ -112,6 +199,39 @@ func TestPeerTableShowsRatios(t *testing.T) {
 		if !hasLine(out.String(), want...) {
 			t.Errorf("no line with %q in\n%s", want, out.String())
 		}
+	}
+}
+
+// TestPeerTableShowsBothARCModes: with both peers measured, each has its column and its ratio,
+// ARC's scale sets first, and each its breakdown.
+func TestPeerTableShowsBothARCModes(t *testing.T) {
+	r := Results{
+		Options: OptionsSummary{Jobs: []int{10}},
+		Bursts: []BurstResult{{Jobs: 10, Runners: 10, GitHub: GitHubResult{PerJob: 2},
+			Latency: LatencyResult{ToStarted: Percentiles{MaxMs: 3000}}}},
+		Peer: &PeerResult{Name: "actions-runner-controller", Mode: modeSummerwind, Version: "v0", Bursts: []PeerBurstResult{
+			{Jobs: 10, Runners: 10, WebhooksSent: 30, GitHub: GitHubResult{PerJob: 8}, Latency: PeerLatency{ToStarted: Percentiles{MaxMs: 12000}}},
+		}},
+		PeerScaleSet: &PeerResult{Name: "actions-runner-controller", Mode: modeScaleSets, Version: "v0", Bursts: []PeerBurstResult{
+			{Jobs: 10, Runners: 10, JobsOnPeerPods: 10, GitHub: GitHubResult{PerJob: 4}, Latency: PeerLatency{ToStarted: Percentiles{MaxMs: 6000}}},
+		}},
+	}
+	var out bytes.Buffer
+	printPeer(&out, r)
+	for _, want := range [][]string{
+		{"RUNNERFLOW", "ARC SCALE SETS", "RATIO", "ARC SUMMERWIND", "RATIO"},
+		{"webhook → job started max", "3000 ms", "6000 ms", "0.50", "12000 ms", "0.25"},
+		{"2 GitHub REST calls, N=10", "per job", "2.00", "4.00", "0.50", "8.00", "0.25"},
+		{"ARC scale sets: no webhooks (its listeners poll); 10 of 10 jobs ran on pods it created"},
+		{"ARC summerwind: 0 of 30 webhook deliveries refused"},
+		{"(scale sets)", "figure 1 starts when the job was queued at the double"},
+	} {
+		if !hasLine(out.String(), want...) {
+			t.Errorf("no line with %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Index(out.String(), "ARC SCALE SETS") > strings.Index(out.String(), "ARC SUMMERWIND") {
+		t.Errorf("ARC's scale sets should come first:\n%s", out.String())
 	}
 }
 

@@ -21,6 +21,9 @@ type Results struct {
 	Soak *SoakResult `json:"soak,omitempty"`
 	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).
 	Peer *PeerResult `json:"peer,omitempty"`
+	// PeerScaleSet holds ARC's scale-set mode's figures 1, 2 and 4 for the same bursts
+	// (--peer arc-scaleset).
+	PeerScaleSet *PeerResult `json:"peerScaleSet,omitempty"`
 	// Failures name the phases that failed and why; their figures are missing.
 	Failures []string `json:"failures,omitempty"`
 	// Seconds is how long the whole run took.
@@ -53,7 +56,8 @@ type OptionsSummary struct {
 	KubeBurst int     `json:"kubeBurst"`
 	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase; 0 is its default.
 	MemoryKubeQPS float64 `json:"memoryKubeQPS"`
-	// Peer is the system measured beside runnerflow (--peer), empty for none.
+	// Peer names the systems measured beside runnerflow (--peer, comma-separated), empty for
+	// none.
 	Peer string `json:"peer,omitempty"`
 	// Pools, PoolRunners, PoolJobs and Workers are the --pools phase's (0 pools: not run).
 	Pools       int `json:"pools,omitempty"`
@@ -195,6 +199,10 @@ type PeerResult struct {
 	// Name and Version identify the peer: actions-runner-controller and its release.
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	// Mode is ARC's mode: summerwind (RunnerDeployments scaled on webhooks) or scale sets
+	// (AutoscalingRunnerSets whose listeners long-poll GitHub's Actions service).
+	Mode string `json:"mode,omitempty"`
+	// SyncPeriodSeconds, BatchSeconds and ScaleDownDelaySeconds are the summerwind mode's.
 	// SyncPeriodSeconds is ARC's --sync-period: how often it reconciles every resource again,
 	// which bounds how late it scales down.
 	SyncPeriodSeconds float64 `json:"syncPeriodSeconds"`
@@ -219,16 +227,25 @@ type PeerBurstResult struct {
 	WebhooksSent    int `json:"webhooksSent"`
 	WebhooksRefused int `json:"webhooksRefused"`
 	// Seconds is the whole phase: first webhook to the peer scaled back to zero.
-	Seconds    float64          `json:"seconds"`
-	Latency    PeerLatency      `json:"latency"`
-	GitHub     GitHubResult     `json:"github"`
-	Kubernetes KubernetesResult `json:"kubernetes"`
+	Seconds float64      `json:"seconds"`
+	Latency PeerLatency  `json:"latency"`
+	GitHub  GitHubResult `json:"github"`
+	// ActionsService is, for ARC's scale sets, their calls to GitHub's Actions service
+	// (sessions, message polls, job acquisition, JIT configurations): not REST calls, not
+	// charged to the REST budget, so apart from GitHub.
+	ActionsService *GitHubResult    `json:"actionsService,omitempty"`
+	Kubernetes     KubernetesResult `json:"kubernetes"`
+	// RunnersStuckDeleting counts, for ARC's scale sets, the EphemeralRunners ARC was still
+	// failing to delete when the burst settled (an idle runner it removed at the service
+	// twice; the second removal is answered "not found", which ARC v0.27.6 retries for ever).
+	RunnersStuckDeleting int `json:"runnersStuckDeleting,omitempty"`
 	// GarbageCollectorWrites are the garbage collector's deletes of the peer's objects,
 	// included in Kubernetes.Writes: the peer leaves its pods to it.
 	GarbageCollectorWrites int `json:"garbageCollectorWrites"`
 }
 
-// PeerLatency is figure 1 for the peer: per job, from the peer receiving its queued webhook.
+// PeerLatency is figure 1 for the peer: per job, from the peer receiving its queued webhook,
+// or for ARC's scale sets, which take no webhooks, from the job's queuing at the double.
 type PeerLatency struct {
 	ToPodCreate       Percentiles `json:"toPodCreate"`
 	ToOnline          Percentiles `json:"toRunnerOnline"`

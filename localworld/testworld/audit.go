@@ -46,7 +46,7 @@ func (k *Kube) identityArgs(opts KubeOptions) ([]string, error) {
 	if !opts.AuditWrites {
 		return args, nil
 	}
-	policy, err := json.Marshal(auditPolicy(opts.Users))
+	policy, err := json.Marshal(auditPolicy(opts.Users, opts.AuditServiceAccounts))
 	if err != nil {
 		return nil, err
 	}
@@ -65,17 +65,19 @@ func (k *Kube) identityArgs(opts KubeOptions) ([]string, error) {
 	), nil
 }
 
-// auditPolicy records the writes of users at Metadata level (who, verb, object, answer; no
-// bodies), once per request (at ResponseComplete), and nothing else.
-func auditPolicy(users []string) map[string]any {
+// auditPolicy records the writes of users (and with serviceAccounts, of every ServiceAccount)
+// at Metadata level (who, verb, object, answer; no bodies), once per request (at
+// ResponseComplete), and nothing else.
+func auditPolicy(users []string, serviceAccounts bool) map[string]any {
+	rules := []map[string]any{{"level": "Metadata", "users": users, "verbs": auditedVerbs}}
+	if serviceAccounts {
+		rules = append(rules, map[string]any{"level": "Metadata", "userGroups": []string{"system:serviceaccounts"}, "verbs": auditedVerbs})
+	}
 	return map[string]any{
 		"apiVersion": "audit.k8s.io/v1",
 		"kind":       "Policy",
 		"omitStages": []string{"RequestReceived"},
-		"rules": []map[string]any{
-			{"level": "Metadata", "users": users, "verbs": auditedVerbs},
-			{"level": "None"},
-		},
+		"rules":      append(rules, map[string]any{"level": "None"}),
 	}
 }
 
@@ -147,7 +149,8 @@ type auditEvent struct {
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
 }
 
-// AuditedWrites returns the writes of KubeOptions.Users recorded so far, in the order the API
+// AuditedWrites returns the writes of KubeOptions.Users (and with AuditServiceAccounts, of
+// ServiceAccounts) recorded so far, in the order the API
 // server finished them. It needs KubeOptions.AuditWrites.
 func (k *Kube) AuditedWrites() ([]AuditedWrite, error) {
 	if k.auditLog == "" {

@@ -67,6 +67,10 @@ type KubeOptions struct {
 	// AuditWrites records every write of Users (create, update, patch, delete, by resource and
 	// object) in the API server's audit log; AuditedWrites reads it.
 	AuditWrites bool
+	// AuditServiceAccounts, with AuditWrites, also records the writes of every ServiceAccount:
+	// processes that run as a pod's credential (ARC's scale-set listeners) rather than as one
+	// of Users.
+	AuditServiceAccounts bool
 }
 
 // StartKube starts etcd and kube-apiserver on free 127.0.0.1 ports under dir and waits until
