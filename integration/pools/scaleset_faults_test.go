@@ -1,12 +1,14 @@
 package pools
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/actions/scaleset"
+	"github.com/hashicorp/go-retryablehttp"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
@@ -59,10 +61,12 @@ func TestScaleSetPoolRidesOutAnActionsServiceOutage(t *testing.T) {
 // other session is closed it opens its own and the jobs queued meanwhile run once each.
 func TestScaleSetListenerWaitsOutAnotherListenersSession(t *testing.T) {
 	p := newPoolTest(t, "ss-held")
+	quiet := retryablehttp.NewClient()
+	quiet.Logger = nil
 	other, err := scaleset.NewClientWithPersonalAccessToken(scaleset.NewClientWithPersonalAccessTokenConfig{
 		GitHubConfigURL: world.GitHub.URL() + p.org, PersonalAccessToken: world.GitHubToken,
 		SystemInfo: scaleset.SystemInfo{System: "runnerflow-test", Subsystem: "other-listener"},
-	})
+	}, scaleset.WithRetryableHTTPClint(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +83,7 @@ func TestScaleSetListenerWaitsOutAnotherListenersSession(t *testing.T) {
 	released := false
 	t.Cleanup(func() {
 		if !released {
-			_ = held.Close(t.Context())
+			_ = held.Close(context.Background())
 		}
 	})
 
