@@ -34,15 +34,24 @@ type burstPhase struct {
 	// and refills count the registrations runner workflows and pools made between the first
 	// webhook and the last job start (see BurstResult).
 	warm, hotPath, refills int
+	// scaleSet makes the pools scale-set pools, told of their jobs by their sets' listeners
+	// rather than by webhooks (bench/scaleset_burst.go); setIDs are their sets.
+	scaleSet bool
+	setIDs   []int64
 }
 
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
 // then released in order: the double sends them to the intake as fast as its delivery workers
 // go), until every job ran and every runner was cleaned up.
-func (e *env) burst(ctx context.Context, n int) (_ BurstResult, err error) {
+func (e *env) burst(ctx context.Context, n int) (BurstResult, error) {
+	return e.runBurst(ctx, &burstPhase{e: e, n: n})
+}
+
+// runBurst runs one burst phase b (webhook or scale-set pools) and measures it.
+func (e *env) runBurst(ctx context.Context, b *burstPhase) (_ BurstResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.PhaseTimeout)
 	defer cancel()
-	b := &burstPhase{e: e, n: n}
+	n := b.n
 	defer func() {
 		if err != nil {
 			b.abandon()
@@ -83,7 +92,7 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 	}
 	var specs []workflows.PoolSpec
 	for i := range burstPools {
-		pool := fmt.Sprintf("burst%d-%c", b.n, 'a'+i)
+		pool := fmt.Sprintf("%sburst%d-%c", b.prefix(), b.n, 'a'+i)
 		org := burstOrg(pool)
 		if err := b.e.world.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
 			return err
@@ -91,10 +100,16 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 		b.pools = append(b.pools, pool)
 		spec := poolSpec(pool, org, ns, 0, min(b.n, workflows.MaxPoolReplicas))
 		spec.WarmRegistrations = min((b.e.opts.Warm+burstPools-1)/burstPools, *spec.MaxReplicas)
+		if b.scaleSet {
+			spec.ScaleSet, spec.WarmRegistrations = &workflows.ScaleSetSpec{}, 0
+		}
 		specs = append(specs, spec)
 	}
 	if err := b.e.apply(ctx, specs...); err != nil {
 		return err
+	}
+	if b.scaleSet {
+		return b.waitListening(ctx)
 	}
 	if err := b.e.intake.waitRoutable(ctx, b.pools...); err != nil {
 		return err
@@ -171,6 +186,9 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 	}
 	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
+	if b.scaleSet {
+		res.Mode, res.ActionsService = modeScaleSet, actionsServiceCost(b.e.world.GitHub, res.Runners, b.n)
+	}
 	res.Warm, res.HotPathRegistrations, res.WarmRefills = b.warm, b.hotPath, b.refills
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
 	res.Latency, err = b.latencies(runnerTimes{decided: decided, started: firstStarts(runners)})
@@ -200,10 +218,15 @@ func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 			podCreated[w.Name] = w.At
 		}
 	}
-	var toDecided, toWorkflow, toPod, toOnline, toStarted []time.Duration
+	var toDecided, toWorkflow, toPod, toOnline, toStarted, queuedToStarted []time.Duration
 	for _, id := range b.jobs {
 		j, _ := b.e.world.GitHub.Job(id)
+		queuedToStarted = append(queuedToStarted, j.StartedAt.Sub(j.CreatedAt))
 		received, ok := b.e.intake.receivedAt(queued[id])
+		if b.scaleSet {
+			// No webhook: the job's clock starts when the double queued it.
+			received, ok = j.CreatedAt, true
+		}
 		if !ok {
 			return LatencyResult{}, fmt.Errorf("job %d: its queued webhook never reached the intake", id)
 		}
@@ -231,6 +254,7 @@ func (b *burstPhase) latencies(rt runnerTimes) (LatencyResult, error) {
 	}
 	return LatencyResult{
 		ToPoolDecision: summarize(toDecided), ToRunnerWorkflow: summarize(toWorkflow), ToPodCreate: summarize(toPod), ToOnline: summarize(toOnline), ToStarted: summarize(toStarted),
+		QueuedToStarted:       summarize(queuedToStarted),
 		AllStartedSeconds:     round1(b.allStarted.Sub(b.released).Seconds()),
 		SecondaryLimitSeconds: round1(secondaryLimitSeconds(b.n, b.e.opts.GitHubPointsPerMinute)),
 	}, nil
@@ -292,6 +316,11 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	if res.ScopeListings, err = historyCost(ctx, b.e.c, b.listingQuery(), b.start, nil); err != nil {
 		return res, err
 	}
+	if b.scaleSet {
+		if res.Listeners, err = historyCost(ctx, b.e.c, b.listenerQuery(), b.start, nil); err != nil {
+			return res, err
+		}
+	}
 	all := res.total()
 	res.EventsPerRunner = ratio(all.Events, runners)
 	res.ActionsPerRunner = ratio(all.Actions.Total(), runners)
@@ -306,6 +335,7 @@ func (t TemporalResult) total() HistoryCost {
 	all.add(t.PoolWorkflows)
 	all.add(t.ScaleWindows)
 	all.add(t.ScopeListings)
+	all.add(t.Listeners)
 	return all
 }
 

@@ -79,6 +79,8 @@ type Options struct {
 	Workers     int
 	// Soak runs the soak phase (bench/soak.go) when Soak.Run is set.
 	Soak SoakOptions
+	// ScaleSet runs every burst again with scale-set pools (bench/scaleset_burst.go).
+	ScaleSet bool
 }
 
 func main() {
@@ -133,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.PoolJobs, "pool-jobs", 200, "jobs of the fleet phase's burst")
 	fs.IntVar(&opts.Workers, "workers", 1, "worker replicas in the fleet phase (the benchmark's own plus replicas in-process)")
 	soakFlags(fs, &opts.Soak)
+	fs.BoolVar(&opts.ScaleSet, "scaleset", false, "also run every burst with scale-set pools (listeners instead of webhooks) and print both side by side")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
@@ -282,6 +285,9 @@ func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *R
 			res.Bursts = append(res.Bursts, b)
 		}
 	}
+	if err := e.runScaleSetBursts(ctx, res, failed); err != nil {
+		return logPath, err
+	}
 	if opts.runs("throughput") {
 		t, err := e.throughput(ctx)
 		if err != nil && failed("throughput", err) {
@@ -338,7 +344,7 @@ func summaryOf(o Options) OptionsSummary {
 		JobSeconds: o.JobDuration.Seconds(), GitHubBudgetPerHr: o.GitHubBudget,
 		KubeQPS: o.KubeQPS, KubeBurst: o.kubeBurst(), MemoryKubeQPS: o.MemoryKubeQPS, Peer: o.Peer,
 		Pools: o.Pools, PoolRunners: o.PoolRunners, PoolJobs: o.PoolJobs, Workers: o.Workers,
-		Soak: o.Soak.Run,
+		Soak: o.Soak.Run, ScaleSet: o.ScaleSet,
 	}
 }
 

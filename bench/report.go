@@ -44,6 +44,7 @@ func printTable(w io.Writer, r Results) {
 			fmt.Sprintf("%.2f (%d writes / %d runners); %.2f per job; besides, %d renewals of the pod watcher's Lease", k.PerRunner, k.Writes, b.Runners, k.PerJob, k.LeaseWrites))
 		row(tw, "", "by kind", byCount(k.ByKind))
 	}
+	printScaleSetBursts(tw, r)
 	printMemory(tw, r.Memory)
 	printFleet(tw, r.Fleet)
 	printPullFleet(tw, r.PullFleet)

@@ -8,6 +8,9 @@ type Results struct {
 	Options OptionsSummary `json:"options"`
 	// Bursts hold figures 1–4, one entry per burst size.
 	Bursts []BurstResult `json:"bursts"`
+	// ScaleSetBursts hold figures 1–4 for the same bursts served by scale-set pools
+	// (--scaleset; bench/scaleset_burst.go).
+	ScaleSetBursts []BurstResult `json:"scaleSetBursts,omitempty"`
 	// Memory holds figure 5.
 	Memory *MemoryResult `json:"memory,omitempty"`
 	// Throughput holds figure 6 and the per-webhook-event costs of figures 2 and 3.
@@ -66,12 +69,16 @@ type OptionsSummary struct {
 	Workers     int `json:"workers,omitempty"`
 	// Soak says the soak phase ran; its settings are in its result.
 	Soak bool `json:"soak,omitempty"`
+	// ScaleSet says the bursts ran with scale-set pools too (--scaleset).
+	ScaleSet bool `json:"scaleSet,omitempty"`
 }
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
 type BurstResult struct {
-	Jobs  int `json:"jobs"`
-	Pools int `json:"pools"`
+	// Mode is "scaleset" for a burst served by scale-set pools, empty for webhooks.
+	Mode  string `json:"mode,omitempty"`
+	Jobs  int    `json:"jobs"`
+	Pools int    `json:"pools"`
 	// Runners is the number of runner lifecycles (runner workflows) the burst caused.
 	Runners int `json:"runners"`
 	// Warm is how many warm registrations the pools held when the jobs were queued;
@@ -86,11 +93,14 @@ type BurstResult struct {
 	// which the benchmark terminated (see docs/benchmarks.md); empty when all ended.
 	Stranded []string `json:"stranded"`
 	// Seconds is the whole phase: first webhook to the last runner cleaned up.
-	Seconds    float64          `json:"seconds"`
-	Latency    LatencyResult    `json:"latency"`
-	GitHub     GitHubResult     `json:"github"`
-	Temporal   TemporalResult   `json:"temporal"`
-	Kubernetes KubernetesResult `json:"kubernetes"`
+	Seconds float64       `json:"seconds"`
+	Latency LatencyResult `json:"latency"`
+	GitHub  GitHubResult  `json:"github"`
+	// ActionsService are a scale-set burst's calls to the sets' Actions service (sessions,
+	// messages, JIT configurations, removals), which GitHub does not charge to the REST budget.
+	ActionsService *GitHubResult    `json:"actionsService,omitempty"`
+	Temporal       TemporalResult   `json:"temporal"`
+	Kubernetes     KubernetesResult `json:"kubernetes"`
 }
 
 // LatencyResult is figure 1: per job, from the starter receiving the job's queued webhook.
@@ -104,6 +114,9 @@ type LatencyResult struct {
 	ToPodCreate      Percentiles `json:"toPodCreate"`
 	ToOnline         Percentiles `json:"toRunnerOnline"`
 	ToStarted        Percentiles `json:"toJobStarted"`
+	// QueuedToStarted runs from the job's queued time at the double to its start, in both
+	// modes (a scale-set burst's other steps are measured from that time too).
+	QueuedToStarted Percentiles `json:"queuedToJobStarted"`
 	// AllStartedSeconds runs from the first webhook sent to the last job started.
 	AllStartedSeconds float64 `json:"allStartedSeconds"`
 	// SecondaryLimitSeconds is the bound GitHub sets on the same burst: the time its secondary
@@ -130,6 +143,8 @@ type TemporalResult struct {
 	// ScopeListings are the pools' scopes' listing workflows (listing/<scope>), which list
 	// the runners at GitHub for the pools.
 	ScopeListings HistoryCost `json:"scopeListings"`
+	// Listeners are a scale-set burst's listener workflows (one per set).
+	Listeners HistoryCost `json:"listeners"`
 	// Per runner lifecycle: all four together divided by Runners.
 	EventsPerRunner  float64 `json:"eventsPerRunner"`
 	ActionsPerRunner float64 `json:"actionsPerRunner"`

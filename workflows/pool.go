@@ -435,6 +435,7 @@ func (p *pool) recordMetrics(now time.Time) {
 	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
 	m.Gauge("runnerflow_pool_warm_registrations").Update(float64(p.warmReady(now)))
 	p.recordClusterMetrics()
+	p.recordScaleSetMetrics(m)
 	p.recordWaiting(now)
 	counts := p.runnersByState()
 	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {

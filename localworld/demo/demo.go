@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/runnerflow/runnerflow/internal/poolcli"
@@ -17,17 +18,19 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// PoolsYAML is the demo's pools file: an organization pool of ephemeral runners and a
-// repository pool of persistent ones.
+// PoolsYAML is the demo's pools file: an organization pool of ephemeral runners, a
+// repository pool of persistent ones and an organization's runner scale set.
 //
 //go:embed pools.yaml
 var PoolsYAML []byte
 
 // The demo's GitHub: one organization with three repositories. Jobs of web need the large
-// label, which only the web-large pool has; the others go to org-linux.
+// label, which only the web-large pool has; jobs asking for scaleset-linux go to the
+// org-scaleset pool's set; the others go to org-linux.
 const (
 	demoOrg       = "demo-org"
 	orgPool       = "org-linux"
+	scaleSetPool  = "org-scaleset"
 	repoPool      = "web-large"
 	repoPoolRepo  = demoOrg + "/web"
 	progressEvery = 2 * time.Second
@@ -86,8 +89,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(opts.Out, "\nGitHub queued %d jobs (%d for %s, %d for %s); runnerflow scales up:\n",
-		len(jobs), countFor(jobs, true), repoPool, countFor(jobs, false), orgPool)
+	fmt.Fprintf(opts.Out, "\nGitHub queued %d jobs (%d for %s, %d for %s, %d for %s); runnerflow scales up:\n",
+		len(jobs), countFor(jobs, repoPool), repoPool, countFor(jobs, orgPool), orgPool, countFor(jobs, scaleSetPool), scaleSetPool)
 	started := time.Now()
 	res.JobsCompleted, err = sys.watchProgress(ctx, jobs, opts)
 	res.Latencies = sys.latencyReport(jobs)
@@ -179,7 +182,8 @@ func (s *System) prepareGitHub() error {
 	return nil
 }
 
-// fireBurst queues n jobs at once, every third for the repository pool. It starts on a
+// fireBurst queues n jobs at once, every third for the repository pool, every third from the
+// second on for the scale set, the rest for the organization pool. It starts on a
 // whole second: GitHub's created_at (where runnerflow's latencies start) has whole seconds,
 // so jobs queued just after one read as queued at it, and the measured latencies are exact.
 func (s *System) fireBurst(n int) ([]githubdouble.Job, error) {
@@ -187,7 +191,10 @@ func (s *System) fireBurst(n int) ([]githubdouble.Job, error) {
 	var jobs []githubdouble.Job
 	for i := range n {
 		spec := githubdouble.JobSpec{Repository: orgRepos[i%len(orgRepos)], Labels: []string{"self-hosted", "linux"}, Name: fmt.Sprintf("build-%d", i+1)}
-		if i%3 == 2 {
+		switch i % 3 {
+		case 1:
+			spec = githubdouble.JobSpec{Repository: orgRepos[i%len(orgRepos)], Labels: []string{"scaleset-linux"}, Name: fmt.Sprintf("lint-%d", i+1)}
+		case 2:
 			spec = githubdouble.JobSpec{Repository: repoPoolRepo, Labels: []string{"self-hosted", "linux", "large"}, Name: fmt.Sprintf("e2e-%d", i+1)}
 		}
 		j, err := s.World.GitHub.QueueJob(spec)
@@ -199,14 +206,26 @@ func (s *System) fireBurst(n int) ([]githubdouble.Job, error) {
 	return jobs, nil
 }
 
-func countFor(jobs []githubdouble.Job, repo bool) int {
+// countFor counts the jobs meant for pool.
+func countFor(jobs []githubdouble.Job, pool string) int {
 	n := 0
 	for _, j := range jobs {
-		if (j.Repository == repoPoolRepo) == repo {
+		if poolFor(j) == pool {
 			n++
 		}
 	}
 	return n
+}
+
+// poolFor is the pool a demo job is meant for, by its labels.
+func poolFor(j githubdouble.Job) string {
+	switch {
+	case slices.Contains(j.Labels, "large"):
+		return repoPool
+	case slices.Contains(j.Labels, "scaleset-linux"):
+		return scaleSetPool
+	}
+	return orgPool
 }
 
 // checkUI fetches the Temporal UI's front page.

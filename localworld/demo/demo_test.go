@@ -37,7 +37,7 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{fmt.Sprintf("%d of %d jobs done", jobs, jobs), "p50", "p95", "max", "answered 200", "applied pool/org-linux: created", "applied pool/web-large: created"} {
+	for _, want := range []string{fmt.Sprintf("%d of %d jobs done", jobs, jobs), "p50", "p95", "max", "answered 200", "applied pool/org-linux: created", "applied pool/web-large: created", "applied pool/org-scaleset: created", "3 for org-scaleset"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

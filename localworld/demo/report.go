@@ -77,7 +77,7 @@ func (s *System) jobsDone(jobs []githubdouble.Job) int {
 // poolLine is each pool's runners by state, from its status query.
 func (s *System) poolLine(ctx context.Context) string {
 	var parts []string
-	for _, pool := range []string{orgPool, repoPool} {
+	for _, pool := range []string{orgPool, repoPool, scaleSetPool} {
 		st, err := poolcli.Status(ctx, s.Temporal, pool)
 		if err != nil {
 			parts = append(parts, pool+": (no status)")

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/workflows"
+)
+
+// modeScaleSet marks a burst served by scale-set pools (BurstResult.Mode).
+const modeScaleSet = "scaleset"
+
+// runScaleSetBursts runs, with --scaleset, every burst size again with scale-set pools: the
+// same jobs, the same runners, but each pool told of its jobs by its set's listener (the
+// Actions service's message session) instead of webhooks. failed records a failed burst and
+// says whether the run was interrupted.
+func (e *env) runScaleSetBursts(ctx context.Context, res *Results, failed func(string, error) bool) error {
+	if !e.opts.ScaleSet || !e.opts.runs("burst") {
+		return nil
+	}
+	for _, n := range e.opts.Jobs {
+		b, err := e.scaleSetBurst(ctx, n)
+		if err != nil && failed(fmt.Sprintf("scale-set burst of %d jobs", n), err) {
+			return ctx.Err()
+		}
+		if err == nil {
+			res.ScaleSetBursts = append(res.ScaleSetBursts, b)
+		}
+	}
+	return nil
+}
+
+// scaleSetBurst measures figures 1–4 for n jobs queued at once across two fresh scale-set
+// pools. The double sends no webhook meanwhile (a scale set needs none, and the intake must
+// not see these jobs), and the sets' listeners are ended afterwards: they outlive their pools
+// by design.
+func (e *env) scaleSetBurst(ctx context.Context, n int) (BurstResult, error) {
+	b := &burstPhase{e: e, n: n, scaleSet: true}
+	e.world.GitHub.SetWebhookURL("")
+	defer e.world.GitHub.SetWebhookURL(e.intake.url)
+	defer b.endListeners()
+	return e.runBurst(ctx, b)
+}
+
+// prefix tells a scale-set burst's pools from a webhook burst's of the same size.
+func (b *burstPhase) prefix() string {
+	if b.scaleSet {
+		return "ss"
+	}
+	return ""
+}
+
+// waitListening waits until every pool's set exists, its listener runs and the double has
+// its message session open, so the burst's messages have a reader; it notes the sets.
+func (b *burstPhase) waitListening(ctx context.Context) error {
+	b.setIDs = nil
+	for _, p := range b.pools {
+		var id int64
+		err := pollEvery(ctx, time.Second, "the scale set of pool "+p+" listened to", func() (bool, error) {
+			st, err := b.e.status(ctx, p)
+			if err != nil || st.ScaleSet == nil || st.ScaleSet.ScaleSetID == 0 || !st.ScaleSet.Listening {
+				return false, err
+			}
+			id = st.ScaleSet.ScaleSetID
+			return sessionOpen(b.e.world.GitHub, id), nil
+		})
+		if err != nil {
+			return err
+		}
+		b.setIDs = append(b.setIDs, id)
+	}
+	return nil
+}
+
+// sessionOpen says whether the double's set id has a message session open.
+func sessionOpen(gh *githubdouble.Server, id int64) bool {
+	for _, s := range gh.ScaleSets() {
+		if s.ID == id && s.SessionID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// listenerQuery matches every run of the burst's listener workflows.
+func (b *burstPhase) listenerQuery() string {
+	var parts []string
+	for i, id := range b.setIDs {
+		parts = append(parts, fmt.Sprintf("WorkflowId = %q", workflows.ScaleSetListenerWorkflowID(b.pools[i], id)))
+	}
+	if len(parts) == 0 {
+		return `WorkflowId = "none"`
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// endListeners terminates the burst's listeners, which would otherwise keep their sessions
+// polling into the next phase.
+func (b *burstPhase) endListeners() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, id := range b.setIDs {
+		if err := b.e.c.TerminateWorkflow(ctx, workflows.ScaleSetListenerWorkflowID(b.pools[i], id), "", "benchmark phase over"); err != nil {
+			b.e.log.Warn("terminate scale-set listener", "pool", b.pools[i], "error", err)
+		}
+	}
+}
+
+// actionsServiceCost is a scale-set burst's calls to the Actions service since the last
+// reset, per runner lifecycle and per job.
+func actionsServiceCost(gh *githubdouble.Server, runners, jobs int) *GitHubResult {
+	res := &GitHubResult{ByEndpoint: map[string]int{}}
+	for k, v := range gh.ActionsServiceCalls() {
+		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
+		res.Calls += v
+	}
+	res.PerRunner = ratio(res.Calls, runners)
+	res.PerJob = ratio(res.Calls, jobs)
+	return res
+}
+
+// printScaleSetBursts prints each scale-set burst beside the webhook burst of the same size.
+func printScaleSetBursts(w io.Writer, r Results) {
+	for _, s := range r.ScaleSetBursts {
+		var h *BurstResult
+		for i := range r.Bursts {
+			if r.Bursts[i].Jobs == s.Jobs {
+				h = &r.Bursts[i]
+			}
+		}
+		both := func(f func(BurstResult) string) string {
+			if h == nil {
+				return "webhook: not run | scale set: " + f(s)
+			}
+			return "webhook: " + f(*h) + " | scale set: " + f(s)
+		}
+		l := s.Latency
+		row(w, fmt.Sprintf("S scale set vs webhook, N=%d", s.Jobs), "1 queued at GitHub → job started", both(func(b BurstResult) string { return pct(b.Latency.QueuedToStarted) }))
+		row(w, "", "1 all jobs started after", both(func(b BurstResult) string { return fmt.Sprintf("%.1f s", b.Latency.AllStartedSeconds) }))
+		row(w, "", "1 scale set: queued → pool decided; → runner workflow", pct(l.ToPoolDecision)+"; "+pct(l.ToRunnerWorkflow))
+		row(w, "", "1 scale set: queued → pod create; → runner online", pct(l.ToPodCreate)+"; "+pct(l.ToOnline))
+		row(w, "", "runner lifecycles per job", both(func(b BurstResult) string {
+			return fmt.Sprintf("%.2f (%d / %d; %d stranded)", ratio(b.Runners, b.Jobs), b.Runners, b.Jobs, len(b.Stranded))
+		}))
+		row(w, "", "2 REST calls per runner lifecycle", both(func(b BurstResult) string {
+			return fmt.Sprintf("%.2f (%d calls)", b.GitHub.PerRunner, b.GitHub.Calls)
+		}))
+		row(w, "", "2 scale set: REST calls by endpoint", byCount(s.GitHub.ByEndpoint))
+		if a := s.ActionsService; a != nil {
+			row(w, "", "2 scale set: Actions service calls per runner lifecycle", fmt.Sprintf("%.2f (%d calls; not charged to the REST budget)", a.PerRunner, a.Calls))
+			row(w, "", "", byCount(a.ByEndpoint))
+		}
+		row(w, "", "3 Temporal actions per runner lifecycle", both(func(b BurstResult) string {
+			return fmt.Sprintf("%.1f (runner workflow alone %.1f)", b.Temporal.ActionsPerRunner, b.Temporal.RunnerOnlyActionsPerRunner)
+		}))
+		row(w, "", "3 scale set: listener actions", fmt.Sprintf("%d (%s)", s.Temporal.Listeners.Actions.Total(), actionKinds(s.Temporal.Listeners.Actions)))
+		row(w, "", "4 Kubernetes writes per runner lifecycle", both(func(b BurstResult) string { return fmt.Sprintf("%.2f", b.Kubernetes.PerRunner) }))
+	}
+}
