@@ -51,12 +51,17 @@ func (a *KubernetesActivities) StartWarmRunner(ctx context.Context, in workflows
 // unless an earlier attempt did.
 func (a *KubernetesActivities) copyWarmSecret(ctx context.Context, in workflows.StartWarmRunnerInput) (string, error) {
 	p := in.Pod
-	own, err := ownedSecret(ctx, a.Client, p.Namespace, p.Name, p.WorkflowID)
-	if err != nil || own != nil {
+	// Only a retry can find its own copy: the first attempt spares the read (a warm burst starts
+	// hundreds of runners under the client's QPS limit), and a Secret made meanwhile is adopted
+	// by applyRunnerSecret's AlreadyExists path.
+	if activityAttempt(ctx) > 1 {
+		own, err := ownedSecret(ctx, a.Client, p.Namespace, p.Name, p.WorkflowID)
+		if err != nil {
+			return "", err
+		}
 		if own != nil {
 			return string(own.UID), nil
 		}
-		return "", err
 	}
 	warm, err := a.Client.CoreV1().Secrets(in.Warm.Namespace).Get(ctx, in.Warm.Name, metav1.GetOptions{})
 	if err != nil {

@@ -81,7 +81,7 @@ func TestPeerARCScaleSetRunsEndToEnd(t *testing.T) {
 			len(res.Bursts), res.PeerScaleSet, res.Peer)
 	}
 	checkBurst(t, res.Bursts[0])
-	checkScaleSetBurst(t, res.PeerScaleSet.Bursts[0])
+	checkARCScaleSetBurst(t, res.PeerScaleSet.Bursts[0])
 	if p := res.PeerScaleSet; p.Version != testworld.ARCVersion || p.Mode != modeScaleSets {
 		t.Errorf("peer %+v", p)
 	}
@@ -98,11 +98,11 @@ func TestPeerARCScaleSetRunsEndToEnd(t *testing.T) {
 	}
 }
 
-// checkScaleSetBurst checks a scale-set burst's figures: every job on a pod ARC's controller
+// checkARCScaleSetBurst checks a scale-set burst's figures: every job on a pod ARC's controller
 // created for an EphemeralRunner, each latency measured for every job in causal order, runners
 // registered with JIT configurations, and the writes of ARC's controller, its listeners and
 // the garbage collector counted.
-func checkScaleSetBurst(t *testing.T, b PeerBurstResult) {
+func checkARCScaleSetBurst(t *testing.T, b PeerBurstResult) {
 	t.Helper()
 	if b.Jobs != 4 || b.JobsOnPeerPods != b.Jobs || b.Runners < b.Jobs || b.WebhooksSent != 0 {
 		t.Errorf("ARC scale-set burst: %d of %d jobs ran on pods ARC created, %d runner lifecycles, %d webhooks; want every job on an ARC pod, a runner each, no webhook",

@@ -110,19 +110,6 @@ func (b *burstPhase) endListeners() {
 	}
 }
 
-// actionsServiceCost is a scale-set burst's calls to the Actions service since the last
-// reset, per runner lifecycle and per job.
-func actionsServiceCost(gh *githubdouble.Server, runners, jobs int) *GitHubResult {
-	res := &GitHubResult{ByEndpoint: map[string]int{}}
-	for k, v := range gh.ActionsServiceCalls() {
-		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
-		res.Calls += v
-	}
-	res.PerRunner = ratio(res.Calls, runners)
-	res.PerJob = ratio(res.Calls, jobs)
-	return res
-}
-
 // printScaleSetBursts prints each scale-set burst beside the webhook burst of the same size.
 func printScaleSetBursts(w io.Writer, r Results) {
 	for _, s := range r.ScaleSetBursts {

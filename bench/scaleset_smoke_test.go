@@ -37,7 +37,7 @@ func TestScaleSetBurstRunsEndToEnd(t *testing.T) {
 		t.Fatalf("want one burst of each mode: webhook %d, scale set %d", len(res.Bursts), len(res.ScaleSetBursts))
 	}
 	checkBurst(t, res.Bursts[0])
-	checkScaleSetBurst(t, res.ScaleSetBursts[0])
+	checkRunnerflowScaleSetBurst(t, res.ScaleSetBursts[0])
 	if q := res.Bursts[0].Latency.QueuedToStarted; q.N != res.Bursts[0].Jobs {
 		t.Errorf("webhook burst: queued → started measured for %d jobs, want %d", q.N, res.Bursts[0].Jobs)
 	}
@@ -52,7 +52,7 @@ func TestScaleSetBurstRunsEndToEnd(t *testing.T) {
 	}
 }
 
-func checkScaleSetBurst(t *testing.T, b BurstResult) {
+func checkRunnerflowScaleSetBurst(t *testing.T, b BurstResult) {
 	t.Helper()
 	if b.Mode != modeScaleSet || b.Jobs != 4 || b.Runners < b.Jobs {
 		t.Errorf("scale-set burst %q of %d jobs had %d runner lifecycles, want at least one per job", b.Mode, b.Jobs, b.Runners)
