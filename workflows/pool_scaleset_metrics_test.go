@@ -21,8 +21,10 @@ func (g gaugeRecorder) WithTags(t map[string]string) client.MetricsHandler {
 	maps.Copy(all, t)
 	return gaugeRecorder{tags: all, gauges: g.gauges}
 }
-func (g gaugeRecorder) Counter(string) client.MetricsCounter { return client.MetricsNopHandler.Counter("") }
-func (g gaugeRecorder) Timer(string) client.MetricsTimer     { return client.MetricsNopHandler.Timer("") }
+func (g gaugeRecorder) Counter(string) client.MetricsCounter {
+	return client.MetricsNopHandler.Counter("")
+}
+func (g gaugeRecorder) Timer(string) client.MetricsTimer { return client.MetricsNopHandler.Timer("") }
 func (g gaugeRecorder) Gauge(name string) client.MetricsGauge {
 	return gaugeFunc(func(v float64) { g.gauges[seriesKey(name, g.tags)] = v })
 }
@@ -58,7 +60,7 @@ func TestScaleSetGaugesFollowThePoolsHoldOnItsSet(t *testing.T) {
 			"runnerflow_scaleset_github_jobs{pool=p,state=assigned}": 2, "runnerflow_scaleset_github_jobs{pool=p,state=running}": 1,
 			"runnerflow_scaleset_github_runners{pool=p,state=registered}": 2, "runnerflow_scaleset_github_runners{pool=p,state=busy}": 1,
 			"runnerflow_scaleset_github_runners{pool=p,state=idle}": 1,
-			"runnerflow_scaleset_jobs{pool=p,state=waiting}": 2, "runnerflow_scaleset_jobs{pool=p,state=running}": 1,
+			"runnerflow_scaleset_jobs{pool=p,state=waiting}":        2, "runnerflow_scaleset_jobs{pool=p,state=running}": 1,
 		}},
 		{"a set not listened to, no message yet", &PoolScaleSetState{ScaleSetID: 7}, map[string]float64{
 			"runnerflow_scaleset_listening{pool=p}": 0, "runnerflow_scaleset_last_message_id{pool=p}": 0,
