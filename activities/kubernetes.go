@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -29,6 +30,10 @@ type KubernetesActivities struct {
 	// Temporal, when set, is how CreateRunnerPod tells a runner's pool that the namespace has no
 	// room for the pod (SignalRunnerBlocked) and, later, that the pod exists.
 	Temporal WorkflowSignaler
+	// WarmSecrets, when set, is the worker's cache of the warm namespace's Secrets: a warm
+	// runner's start reads its warm Secret there instead of asking the API server, so a warm
+	// burst spends the client's rate limit on writes only. Nil: every read asks the server.
+	WarmSecrets corelisters.SecretLister
 }
 
 // Register registers the activities under their workflows.Activity* names.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -63,9 +64,9 @@ func (a *KubernetesActivities) copyWarmSecret(ctx context.Context, in workflows.
 			return string(own.UID), nil
 		}
 	}
-	warm, err := a.Client.CoreV1().Secrets(in.Warm.Namespace).Get(ctx, in.Warm.Name, metav1.GetOptions{})
+	warm, err := a.warmSecret(ctx, in.Warm.Namespace, in.Warm.Name, p.WorkflowID)
 	if err != nil {
-		return "", classifyKubernetesError(fmt.Sprintf("get warm secret %s/%s", in.Warm.Namespace, in.Warm.Name), err)
+		return "", err
 	}
 	if owner := warm.Annotations[runnerpod.AnnotationWorkflowID]; owner != p.WorkflowID {
 		return "", notOwned("warm secret", in.Warm.Namespace, in.Warm.Name, owner)
@@ -80,6 +81,25 @@ func (a *KubernetesActivities) copyWarmSecret(ctx context.Context, in workflows.
 		namespace: p.Namespace, name: p.Name, pool: p.Pool, workflowID: p.WorkflowID,
 		runnerID: id, key: runnerpod.SecretKeyJITConfig, value: string(cfg),
 	})
+}
+
+// warmSecret reads a warm Secret from the worker's cache of the warm namespace
+// (WarmSecrets) when the cache holds it whole and owned by the runner, else from the API
+// server: one Secret minted moments ago may not have reached the cache yet, and an answer the
+// cache cannot give (another owner, no credential) is the API server's to confirm. The cached
+// object is shared: it is only read.
+func (a *KubernetesActivities) warmSecret(ctx context.Context, namespace, name, workflowID string) (*corev1.Secret, error) {
+	if a.WarmSecrets != nil {
+		cached, err := a.WarmSecrets.Secrets(namespace).Get(name)
+		if err == nil && cached.Annotations[runnerpod.AnnotationWorkflowID] == workflowID && len(cached.Data[runnerpod.SecretKeyJITConfig]) > 0 {
+			return cached, nil
+		}
+	}
+	warm, err := a.Client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, classifyKubernetesError(fmt.Sprintf("get warm secret %s/%s", namespace, name), err)
+	}
+	return warm, nil
 }
 
 // DeleteWarmSecrets deletes the named warm Secrets of one pool in one request: a

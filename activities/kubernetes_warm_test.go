@@ -5,7 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -119,4 +122,60 @@ func (e *env) runnerSecrets(ns string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// With the worker's cache of the warm namespace, a warm start reads its warm Secret from the
+// cache, not the API server (so a burst spends the client's rate limit on writes); a cached
+// entry it cannot trust (another owner) is checked at the API server.
+func TestStartWarmRunnerReadsItsWarmSecretFromTheCache(t *testing.T) {
+	e := newEnv(t)
+	warmNS := testKube.NewNamespace(t)
+	gha := &GitHubActivities{GitHub: e.api, Kube: e.kube, WarmNamespace: warmNS}
+	mint := func(name string) *corev1.Secret {
+		in := e.registration(name)
+		in.Warm = true
+		if _, err := gha.RegisterRunner(e.ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.kube.CoreV1().Secrets(warmNS).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	k8s := &KubernetesActivities{Client: e.kube, WarmSecrets: corelisters.NewSecretLister(indexer)}
+
+	cached := mint("pool-a-ab12-c1")
+	if err := indexer.Add(cached); err != nil {
+		t.Fatal(err)
+	}
+	// Gone at the API server, still in the cache: only a start that reads the cache succeeds.
+	if err := e.kube.CoreV1().Secrets(warmNS).Delete(e.ctx, cached.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := e.podInput(cached.Name)
+	if _, err := k8s.StartWarmRunner(e.ctx, workflows.StartWarmRunnerInput{Pod: pod, Warm: workflows.SecretRef{Namespace: warmNS, Name: cached.Name}}); err != nil {
+		t.Fatalf("start from the cached warm Secret: %v", err)
+	}
+
+	// The cache says another workflow owns it; the API server, which holds the truth, says ours.
+	stale := mint("pool-a-ab12-c2")
+	foreign := stale.DeepCopy()
+	foreign.Annotations[runnerpod.AnnotationWorkflowID] = "runner/someone-else"
+	if err := indexer.Add(foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k8s.StartWarmRunner(e.ctx, workflows.StartWarmRunnerInput{Pod: e.podInput(stale.Name), Warm: workflows.SecretRef{Namespace: warmNS, Name: stale.Name}}); err != nil {
+		t.Fatalf("start whose cached entry names another owner: %v, want the API server's answer (ours)", err)
+	}
+
+	// Not in the cache yet (minted a moment ago): read from the API server.
+	fresh := mint("pool-a-ab12-c3")
+	if _, err := k8s.StartWarmRunner(e.ctx, workflows.StartWarmRunnerInput{Pod: e.podInput(fresh.Name), Warm: workflows.SecretRef{Namespace: warmNS, Name: fresh.Name}}); err != nil {
+		t.Fatalf("start from a warm Secret the cache does not hold: %v", err)
+	}
+	if left := e.runnerSecrets(e.ns); !slices.Equal(left, []string{cached.Name, stale.Name, fresh.Name}) {
+		t.Errorf("runner namespace holds %v, want the three runners' own copies", left)
+	}
 }

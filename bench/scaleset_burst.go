@@ -56,24 +56,31 @@ func (b *burstPhase) prefix() string {
 
 // waitListening waits until every pool's set exists, its listener runs and the double has
 // its message session open, so the burst's messages have a reader; it notes the sets.
-func (b *burstPhase) waitListening(ctx context.Context) error {
-	b.setIDs = nil
-	for _, p := range b.pools {
+func (b *burstPhase) waitListening(ctx context.Context) (err error) {
+	b.setIDs, err = waitListening(ctx, b.e, b.pools...)
+	return err
+}
+
+// waitListening waits until each pool's set exists, its listener runs and the double has its
+// message session open, and returns the sets' ids in the pools' order.
+func waitListening(ctx context.Context, e *env, pools ...string) ([]int64, error) {
+	var ids []int64
+	for _, p := range pools {
 		var id int64
 		err := pollEvery(ctx, time.Second, "the scale set of pool "+p+" listened to", func() (bool, error) {
-			st, err := b.e.status(ctx, p)
+			st, err := e.status(ctx, p)
 			if err != nil || st.ScaleSet == nil || st.ScaleSet.ScaleSetID == 0 || !st.ScaleSet.Listening {
 				return false, err
 			}
 			id = st.ScaleSet.ScaleSetID
-			return sessionOpen(b.e.world.GitHub, id), nil
+			return sessionOpen(e.world.GitHub, id), nil
 		})
 		if err != nil {
-			return err
+			return ids, err
 		}
-		b.setIDs = append(b.setIDs, id)
+		ids = append(ids, id)
 	}
-	return nil
+	return ids, nil
 }
 
 // sessionOpen says whether the double's set id has a message session open.
@@ -100,12 +107,15 @@ func (b *burstPhase) listenerQuery() string {
 
 // endListeners terminates the burst's listeners, which would otherwise keep their sessions
 // polling into the next phase.
-func (b *burstPhase) endListeners() {
+func (b *burstPhase) endListeners() { endListeners(b.e, b.pools, b.setIDs) }
+
+// endListeners terminates the listeners of pools' sets (ids in the pools' order).
+func endListeners(e *env, pools []string, ids []int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for i, id := range b.setIDs {
-		if err := b.e.c.TerminateWorkflow(ctx, workflows.ScaleSetListenerWorkflowID(b.pools[i], id), "", "benchmark phase over"); err != nil {
-			b.e.log.Warn("terminate scale-set listener", "pool", b.pools[i], "error", err)
+	for i, id := range ids {
+		if err := e.c.TerminateWorkflow(ctx, workflows.ScaleSetListenerWorkflowID(pools[i], id), "", "benchmark phase over"); err != nil {
+			e.log.Warn("terminate scale-set listener", "pool", pools[i], "error", err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ const (
 	// bound (far above what a steady rate needs, so a backlog after an outage is not capped).
 	soakPools   = 2
 	soakPoolMax = 200
+	// soakScaleSetPool is the soak's scale-set pool, beside the webhook pools: told of its jobs
+	// by its set's listener, whose session lives in the worker process the plan kills.
+	soakScaleSetPool = "soak-s"
 	// soakRestCheck is how often the convergence wait looks at the world.
 	soakRestCheck = 5 * time.Second
 	// workerStartBound bounds a worker process's start until it polls Temporal.
@@ -77,9 +81,12 @@ func (o SoakOptions) validate() error {
 
 // soakPhase is one soak run and what it watches.
 type soakPhase struct {
-	e      *env
-	ns     string
-	pools  []string
+	e     *env
+	ns    string
+	pools []string
+	// setIDs are the scale-set pool's sets as its listener's workflow ids name them, so the
+	// listeners (which outlive their pools by design) can be ended with the phase.
+	setIDs []int64
 	worker *workerProcess
 	pods   *podRecord
 	// workerExits counts the worker processes that ended by themselves (keepWorker).
@@ -102,7 +109,7 @@ func (e *env) soak(ctx context.Context) (_ SoakResult, err error) {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	plan := planFaults(seed, o.Duration)
-	res := SoakResult{Seed: seed, Jobs: o.Jobs, Pools: soakPools, QueueSeconds: o.Duration.Seconds(),
+	res := SoakResult{Seed: seed, Jobs: o.Jobs, Pools: soakPools + 1, ScaleSetPool: soakScaleSetPool, QueueSeconds: o.Duration.Seconds(),
 		JobSeconds: o.JobDuration.Seconds(), ReconcileSeconds: o.Reconcile.Seconds()}
 	e.say("soak: seed %d (repeat with --soak-seed %d): %d jobs over %s, %d faults", seed, seed, o.Jobs, o.Duration, len(plan))
 	if err := e.stopInProcessWorker(); err != nil {
@@ -145,7 +152,7 @@ func (e *env) soak(ctx context.Context) (_ SoakResult, err error) {
 }
 
 // setUp starts the worker process, the pools and the pod record, and waits until the intake
-// routes to the pools.
+// routes to the webhook pools and the scale-set pool's listener holds its session.
 func (s *soakPhase) setUp(ctx context.Context) error {
 	var err error
 	if s.ns, err = s.e.newNamespace(ctx, "soak"); err != nil {
@@ -169,14 +176,25 @@ func (s *soakPhase) setUp(ctx context.Context) error {
 		spec.Template.Annotations = map[string]string{simulator.AnnotationWorkDuration: s.e.opts.Soak.JobDuration.String()}
 		specs = append(specs, spec)
 	}
-	if err := s.e.apply(ctx, specs...); err != nil {
+	webhookPools := slices.Clone(s.pools)
+	set := poolSpec(soakScaleSetPool, soakOrg, s.ns, 0, soakPoolMax)
+	set.Labels, set.ScaleSet, set.WarmRegistrations = soakLabels(soakScaleSetPool), &workflows.ScaleSetSpec{}, 0
+	set.Template.Annotations = map[string]string{simulator.AnnotationWorkDuration: s.e.opts.Soak.JobDuration.String()}
+	s.pools = append(s.pools, soakScaleSetPool)
+	if err := s.e.apply(ctx, append(specs, set)...); err != nil {
 		return err
 	}
-	return s.e.intake.waitRoutable(ctx, s.pools...)
+	if err := s.e.intake.waitRoutable(ctx, webhookPools...); err != nil {
+		return err
+	}
+	s.setIDs, err = waitListening(ctx, s.e, soakScaleSetPool)
+	return err
 }
 
 // soakLabels are a soak pool's labels and its jobs' runs-on: the pools share an organization,
-// so a label of its own routes each job to one pool.
+// so a label of its own routes each job to one pool (the scale-set pool's jobs to its set; their
+// webhooks reach the intake too, as they would from an organization hook, and change nothing:
+// a scale-set pool's demand is its set's).
 func soakLabels(pool string) []string { return append(append([]string{}, jobLabels...), pool) }
 
 // startWorker starts a worker process that keeps the reconcile Schedule for the soak's
@@ -328,6 +346,7 @@ func (s *soakPhase) tearDown() {
 		s.pods.stop()
 	}
 	s.e.terminatePools(ctx, s.pools...)
+	endListeners(s.e, []string{soakScaleSetPool}, s.setIDs)
 	if len(s.pools) > 0 {
 		if runs, err := listRuns(ctx, s.e.c, s.runnerQuery()+runningOnly); err == nil {
 			for _, r := range runs {

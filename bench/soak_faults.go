@@ -23,6 +23,9 @@ const (
 	faultAPIServerPause faultKind = "apiserver-pause"
 	// faultGitHub5xx makes GitHub answer every REST call with a server error.
 	faultGitHub5xx faultKind = "github-5xx"
+	// faultActions5xx makes the Actions service (scale sets, their sessions, messages and
+	// runners) answer every call with a server error; REST is not affected.
+	faultActions5xx faultKind = "actions-5xx"
 )
 
 // The faults' lengths, drawn per fault within these bounds (the "a few seconds",
@@ -32,8 +35,11 @@ const (
 	temporalDown                 = 20 * time.Second
 	apiPauseMin, apiPauseMax     = 10 * time.Second, 20 * time.Second
 	github5xxMin, github5xxMax   = 12 * time.Second, 18 * time.Second
-	// faultsPerTenMinutes is how many worker kills, API-server pauses and GitHub outages a
-	// ten-minute soak gets of each kind (at least one each in a shorter soak); the Temporal
+	// The Actions service's outages: long enough that a listener's poll and runners' JIT
+	// configurations fail and are retried (the scale-set integration test holds one for 60 s).
+	actions5xxMin, actions5xxMax = 15 * time.Second, 30 * time.Second
+	// faultsPerTenMinutes is how many worker kills, API-server pauses, GitHub outages and
+	// Actions service outages a ten-minute soak gets of each kind (at least one each in a shorter soak); the Temporal
 	// server is restarted once whatever the length.
 	faultsPerTenMinutes = 3
 )
@@ -63,7 +69,7 @@ func planFaults(seed int64, d time.Duration) []plannedFault {
 	each := max(1, int(math.Round(faultsPerTenMinutes*d.Minutes()/10)))
 	kinds := []faultKind{faultTemporalRestart}
 	for range each {
-		kinds = append(kinds, faultWorkerKill, faultAPIServerPause, faultGitHub5xx)
+		kinds = append(kinds, faultWorkerKill, faultAPIServerPause, faultGitHub5xx, faultActions5xx)
 	}
 	r.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	plan := make([]plannedFault, len(kinds))
@@ -106,6 +112,9 @@ func drawFault(r *rand.Rand, k faultKind) plannedFault {
 	case faultGitHub5xx:
 		f.For = between(github5xxMin, github5xxMax)
 		f.Status = []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[r.IntN(3)]
+	case faultActions5xx:
+		f.For = between(actions5xxMin, actions5xxMax)
+		f.Status = []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[r.IntN(3)]
 	}
 	return f
 }
@@ -146,6 +155,8 @@ func describeFault(f plannedFault) string {
 		return "restarting the Temporal server, down"
 	case faultAPIServerPause:
 		return "pausing kube-apiserver (SIGSTOP)"
+	case faultActions5xx:
+		return fmt.Sprintf("the Actions service answering %d to every call", f.Status)
 	default:
 		return fmt.Sprintf("GitHub answering %d to every REST call", f.Status)
 	}
@@ -176,6 +187,10 @@ func (s *soakPhase) inject(ctx context.Context, f plannedFault) error {
 	case faultGitHub5xx:
 		w.GitHub.StartOutage(githubdouble.Outage{Status: f.Status})
 		defer w.GitHub.EndOutage()
+		return sleep(ctx, f.For)
+	case faultActions5xx:
+		w.GitHub.StartActionsServiceOutage(f.Status)
+		defer w.GitHub.EndActionsServiceOutage()
 		return sleep(ctx, f.For)
 	}
 	return fmt.Errorf("unknown fault %q", f.Kind)

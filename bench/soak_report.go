@@ -22,6 +22,8 @@ type SoakResult struct {
 	Seed  int64 `json:"seed"`
 	Jobs  int   `json:"jobs"`
 	Pools int   `json:"pools"`
+	// ScaleSetPool names the pool among them that is a runner scale set's.
+	ScaleSetPool string `json:"scaleSetPool,omitempty"`
 	// QueueSeconds is how long the jobs were queued over, JobSeconds how long each ran,
 	// ReconcileSeconds the reconcile Schedule's interval.
 	QueueSeconds     float64     `json:"queueSeconds"`
@@ -52,8 +54,8 @@ type SoakResult struct {
 	// RunnerLifecycles are the pools' runner workflows, per job in LifecyclesPerJob.
 	RunnerLifecycles int     `json:"runnerLifecycles"`
 	LifecyclesPerJob float64 `json:"lifecyclesPerJob"`
-	// RemovalsRefusedBusy are GitHub's 422 answers to a runner removal (a removal that met a
-	// busy runner and was refused, as it should be); FailedDeliveries the webhook deliveries
+	// RemovalsRefusedBusy are GitHub's refusals of a runner removal (a removal that met a busy
+	// runner and was refused, as it should be: REST's 422, the Actions service's 400); FailedDeliveries the webhook deliveries
 	// that got no 2xx answer, Redeliveries the redeliveries made.
 	RemovalsRefusedBusy int `json:"removalsRefusedBusy"`
 	FailedDeliveries    int `json:"failedDeliveries"`
@@ -167,11 +169,17 @@ func (s *soakPhase) leftObjects(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// githubTallies counts GitHub's refusals to remove a busy runner, and the soak's webhook
+// githubTallies counts GitHub's refusals to remove a busy runner (REST and the Actions
+// service), and the soak's webhook
 // deliveries that failed and were redelivered.
 func githubTallies(gh *githubdouble.Server, jobs []int64) (refused, failed, redelivered int) {
 	for k, n := range gh.Calls() {
 		if k.Status == http.StatusUnprocessableEntity && strings.HasPrefix(k.Route, http.MethodDelete+" ") && strings.Contains(k.Route, "/actions/runners/") {
+			refused += n
+		}
+	}
+	for k, n := range gh.ActionsServiceCalls() { // a scale-set runner's removal, refused while its job runs
+		if k.Status == http.StatusBadRequest && strings.HasPrefix(k.Route, http.MethodDelete+" ") && strings.HasSuffix(k.Route, "/{runner_id}") {
 			refused += n
 		}
 	}
@@ -218,7 +226,10 @@ func printSoak(w io.Writer, r *SoakResult) {
 	if r == nil {
 		return
 	}
-	title := fmt.Sprintf("S soak, %d jobs over %.0f s", r.Jobs, r.QueueSeconds)
+	title := fmt.Sprintf("S soak, %d jobs over %.0f s, %d pools", r.Jobs, r.QueueSeconds, r.Pools)
+	if r.ScaleSetPool != "" {
+		title += fmt.Sprintf(" (%s a scale set's)", r.ScaleSetPool)
+	}
 	row(w, title, "seed; faults", fmt.Sprintf("%d; %s", r.Seed, faultList(r.Faults)))
 	verdict := "PASS"
 	if len(r.Problems) > 0 {
@@ -234,7 +245,7 @@ func printSoak(w io.Writer, r *SoakResult) {
 	row(w, "", "jobs without a runner", fmt.Sprintf("%d%s", len(r.JobsWithoutRunner), examples(idStrings(r.JobsWithoutRunner))))
 	row(w, "", "orphans (pods, Secrets, registrations)", fmt.Sprintf("%d%s", len(r.Orphans), examples(r.Orphans)))
 	row(w, "", "runner workflows still open", fmt.Sprintf("%d%s", len(r.OpenRunnerWorkflows), examples(r.OpenRunnerWorkflows)))
-	row(w, "", "busy runners removed (jobs failed)", fmt.Sprintf("%d%s; %d removals GitHub refused as busy (422)",
+	row(w, "", "busy runners removed (jobs failed)", fmt.Sprintf("%d%s; %d removals GitHub refused as busy (REST 422, Actions service 400)",
 		len(r.BusyRunnersRemoved), examples(idStrings(r.BusyRunnersRemoved)), r.RemovalsRefusedBusy))
 	row(w, "", "duplicate pods; runners with two jobs", fmt.Sprintf("%d%s; %d%s",
 		len(r.DuplicatePods), examples(r.DuplicatePods), len(r.RunnersWithTwoJobs), examples(r.RunnersWithTwoJobs)))

@@ -15,7 +15,7 @@ func TestFaultPlanRepeatsFromItsSeed(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration
 		each int
-	}{{10 * time.Minute, 3}, {2 * time.Minute, 1}, {time.Minute, 1}} {
+	}{{10 * time.Minute, 3}, {3 * time.Minute, 1}, {2 * time.Minute, 1}, {time.Minute, 1}} {
 		plan := planFaults(42, tc.d)
 		if again := planFaults(42, tc.d); !reflect.DeepEqual(plan, again) {
 			t.Errorf("%s: seed 42 gave two plans:\n%+v\n%+v", tc.d, plan, again)
@@ -33,11 +33,13 @@ func TestFaultPlanRepeatsFromItsSeed(t *testing.T) {
 			end = f.At + f.For + faultOverhead[f.Kind]
 			checkFaultBounds(t, f)
 		}
-		want := map[faultKind]int{faultTemporalRestart: 1, faultWorkerKill: tc.each, faultAPIServerPause: tc.each, faultGitHub5xx: tc.each}
+		want := map[faultKind]int{faultTemporalRestart: 1, faultWorkerKill: tc.each, faultAPIServerPause: tc.each, faultGitHub5xx: tc.each, faultActions5xx: tc.each}
 		if !reflect.DeepEqual(kinds, want) {
 			t.Errorf("%s: faults %v, want %v", tc.d, kinds, want)
 		}
-		if tc.d >= 2*time.Minute && end > tc.d {
+		// A soak of 3 minutes or more has room for all its faults; in a shorter one the last
+		// may end after the queueing.
+		if tc.d >= 3*time.Minute && end > tc.d {
 			t.Errorf("%s: the last fault ends at %s, after the queueing", tc.d, end)
 		}
 	}
@@ -52,6 +54,7 @@ var faultBounds = map[faultKind][2]time.Duration{
 	faultTemporalRestart: {temporalDown, temporalDown},
 	faultAPIServerPause:  {apiPauseMin, apiPauseMax},
 	faultGitHub5xx:       {github5xxMin, github5xxMax},
+	faultActions5xx:      {actions5xxMin, actions5xxMax},
 }
 
 func checkFaultBounds(t *testing.T, f plannedFault) {
@@ -60,7 +63,7 @@ func checkFaultBounds(t *testing.T, f plannedFault) {
 	if f.For < b[0] || f.For > b[1] {
 		t.Errorf("%s lasts %s, want %s to %s", f.Kind, f.For, b[0], b[1])
 	}
-	if (f.Kind == faultGitHub5xx) != (f.Status >= 500 && f.Status <= 599) {
+	if (f.Kind == faultGitHub5xx || f.Kind == faultActions5xx) != (f.Status >= 500 && f.Status <= 599) {
 		t.Errorf("%s answers %d", f.Kind, f.Status)
 	}
 }

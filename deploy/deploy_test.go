@@ -95,7 +95,7 @@ func TestWorkerRoleListsOnlyTheNeededVerbs(t *testing.T) {
 		"coordination.k8s.io/leases": {"create", "get", "update"},
 	})
 	checkRole(t, deploy.WarmRole, deploy.WarmNamespace, map[string][]string{
-		"/secrets": {"create", "delete", "deletecollection", "get", "list", "update"},
+		"/secrets": {"create", "delete", "deletecollection", "get", "list", "update", "watch"},
 	})
 }
 

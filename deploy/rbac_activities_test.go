@@ -214,7 +214,19 @@ func exerciseWorker(t *testing.T, in workerInstall) *kubeRequests {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	reg := &activityNames{ActivityRegistry: env}
-	(&activities.KubernetesActivities{Client: client}).Register(reg)
+	// The worker keeps a cache of the warm namespace's Secrets (its list and watch), from which
+	// a warm start reads.
+	warm := activities.NewWarmSecretCache(client, in.warmNS)
+	ctx, stop := context.WithCancel(context.Background())
+	cached := make(chan struct{})
+	go func() { warm.Run(ctx); close(cached) }()
+	defer func() { stop(); <-cached }()
+	synced, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !warm.WaitForSync(synced) {
+		t.Fatal("the warm Secrets' cache never synced")
+	}
+	(&activities.KubernetesActivities{Client: client, WarmSecrets: warm.Lister()}).Register(reg)
 	(&activities.SlotClaimActivities{Client: client}).Register(reg)
 	gh := startGitHub(t, client)
 	gh.WarmNamespace = in.warmNS // as the install's --warm-namespace says

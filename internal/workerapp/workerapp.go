@@ -142,6 +142,8 @@ type App struct {
 	obs      observability
 	// warmNS is the default cluster's warm namespace, as warmNamespace resolved it.
 	warmNS string
+	// warmSecrets caches the warm namespace's Secrets for warm starts; nil when not kept apart.
+	warmSecrets *activities.WarmSecretCache
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -280,8 +282,12 @@ func (a *App) buildWorkers() error {
 		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
+	a.warmNS = a.warmNamespace()
 	if a.deps.Kubernetes != nil { // the default cluster's Kubernetes activities
-		(&activities.KubernetesActivities{Client: a.deps.Kubernetes, Temporal: a.temporal}).Register(main)
+		if a.warmNS != a.cfg.WatchNamespace { // apart from the runners: warm starts copy, reading the cache
+			a.warmSecrets = activities.NewWarmSecretCache(a.deps.Kubernetes, a.warmNS)
+		}
+		(&activities.KubernetesActivities{Client: a.deps.Kubernetes, Temporal: a.temporal, WarmSecrets: a.warmSecrets.Lister()}).Register(main)
 		(&activities.SlotClaimActivities{Client: a.deps.Kubernetes}).Register(main)
 	}
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).UpdatePoolReservations,
@@ -306,7 +312,6 @@ func (a *App) buildWorkers() error {
 		TaskQueueActivitiesPerSecond: workflows.GitHubActivitiesPerSecond(a.cfg.GitHubPointsPerMinute),
 		DeploymentOptions:            a.deploymentOptions(),
 	})
-	a.warmNS = a.warmNamespace()
 	(&activities.GitHubActivities{GitHub: a.deps.GitHub, Kube: a.deps.Kubernetes, WarmNamespace: a.warmNS}).Register(gh)
 	if hooks, ok := a.deps.GitHub.(activities.HookDeliveries); ok { // the GitHubClient New built
 		(&activities.HookActivities{Hooks: hooks}).Register(gh)
@@ -381,6 +386,7 @@ func (a *App) Run(ctx context.Context) error {
 	for _, w := range a.podWatchers() {
 		wg.Go(func() { errc <- w.Run(ctx) })
 	}
+	wg.Go(func() { a.warmSecrets.Run(ctx) })
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	for _, l := range a.obs.listeners() {
