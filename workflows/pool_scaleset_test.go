@@ -264,3 +264,47 @@ func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
 	})
 	h.run(spec, 2*time.Minute+time.Second)
 }
+
+// Runners that take their jobs, run them and end before the message saying the jobs started
+// arrives (the listener hands messages over every few seconds; a short job is over sooner)
+// leave those jobs waiting in the ledger: the pool starts no runner for them, and the later
+// message, which names the runners, ends the hold.
+func TestScaleSetPoolStartsNoRunnerForAJobItsFinishedRunnerRan(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.at(time.Minute, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 2, jobEvent(ScaleSetJobAssigned, 1, 2)...))
+	})
+	h.check(2*time.Minute, "a runner per job", func(st PoolStatus) bool { return len(st.Runners) == 2 })
+	var ran []string
+	h.at(2*time.Minute+time.Second, func() { ran = h.startJobsWithIDs(1, 2) })
+	h.at(2*time.Minute+2*time.Second, func() { // as a runner reports: busy, then done when its pod succeeded
+		for _, name := range ran {
+			h.end(name, RunnerDone, EndReasonPodSucceeded)
+		}
+	})
+	h.check(3*time.Minute, "both runners gone, their jobs still waiting in the ledger, no runner started for them", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && len(st.ScaleSet.Ledger.Waiting) == 2 && len(st.ScaleSet.Finished) == 2 && st.Desired == 0
+	})
+	h.at(3*time.Minute+time.Second, func() {
+		events := append(jobEvent(ScaleSetJobStarted, 1, 2), jobEvent(ScaleSetJobCompleted, 1, 2)...)
+		for i := range events {
+			events[i].RunnerName = ran[i%2]
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 0, events...))
+	})
+	h.check(4*time.Minute, "the message named them: nothing held, nothing waiting", func(st PoolStatus) bool {
+		return len(st.ScaleSet.Finished) == 0 && st.ScaleSet.Ledger.Jobs() == 0 && st.Desired == 0
+	})
+	st := h.run(spec, 4*time.Minute+time.Second)
+	if st.Totals.Started != 2 {
+		t.Errorf("started %d runners for 2 jobs, want 2: none for a job a finished runner ran", st.Totals.Started)
+	}
+}

@@ -225,7 +225,7 @@ func (o *RunnerObservations) ended(lim watchLimits) (ending, bool) {
 	case lim.endWithJob && !o.JobDoneAt.IsZero() && !o.Busy:
 		// GitHub removes an ephemeral runner after its job; the pod is exiting by itself and
 		// goes with the Secret.
-		return ending{reason: "job completed", githubDone: true}, true
+		return ending{reason: EndReasonJobCompleted, githubDone: true}, true
 	case o.Drain != nil && !o.Busy:
 		return ending{reason: withDetail("drained", o.Drain.Reason)}, true
 	}
@@ -297,3 +297,7 @@ func withDetail(what, detail string) string {
 // EndReasonPodSucceeded is the reason of a runner that ended because its pod succeeded: its
 // runner process exited after its work (an ephemeral runner's one job).
 const EndReasonPodSucceeded = "pod succeeded"
+
+// EndReasonJobCompleted is the reason of an ephemeral runner that ended because its job
+// completed (GitHub removes such a runner after its job).
+const EndReasonJobCompleted = "job completed"
