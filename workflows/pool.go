@@ -189,7 +189,7 @@ func (p *pool) runnersKnowJobs() bool {
 func (p *pool) busyElsewhere(now time.Time) int {
 	n := 0
 	for _, r := range p.st.Runners {
-		if r.JobID != 0 && r.Busy && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
+		if r.JobID != 0 && r.Busy && !r.JobDone && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
 			n++
 		}
 	}

@@ -135,12 +135,14 @@ func classify(in DecideInput) view {
 		if r.State.Terminal() {
 			continue
 		}
-		busy := r.State == RunnerBusy || r.Busy
-		leaving := r.Draining || r.State == RunnerDraining || r.Removing
+		// A runner whose job completed (JobDone) is leaving and runs nothing, but its pod holds
+		// its capacity until it ends.
+		busy := (r.State == RunnerBusy || r.Busy) && !r.JobDone
+		leaving := r.Draining || r.State == RunnerDraining || r.Removing || r.JobDone
 		if busy {
 			v.busy++
 		}
-		if !leaving || busy || r.Removing {
+		if !leaving || busy || r.Removing || r.JobDone {
 			v.occupied++
 		}
 		if r.Removing {

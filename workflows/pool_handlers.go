@@ -374,6 +374,7 @@ func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationB
 	if params.Pool != "" {
 		p.tieJobsInProgress(batch)
 	}
+	p.markJobsDone(batch)
 	p.measureJobsTakenEarly(batch, now)
 	p.changed = true
 	return res, nil
@@ -401,6 +402,35 @@ func (p *pool) tieJobsInProgress(batch ReservationBatch) {
 		if r.State == RunnerDraining && !r.Busy {
 			p.endJob(r)
 		}
+	}
+}
+
+// changeCompletedRunnerLeaves gates markJobsDone. Asked only when a completed event names one
+// of an ephemeral pool's runners that is not leaving yet.
+const changeCompletedRunnerLeaves = "completed-runner-leaves"
+
+// markJobsDone marks the ephemeral runners that the batch's completed events name as leaving
+// (JobDone). The event ends the job's reservation at once, while the runner's own end comes
+// only after its cleanup (seconds, longer in a burst that queues Kubernetes writes behind the
+// client's rate limit): counted as staying meanwhile, it made the desired count look exceeded,
+// and scale-down drained a runner still starting for another job, which then waited for a
+// replacement.
+func (p *pool) markJobsDone(batch ReservationBatch) {
+	if !p.st.Spec.IsEphemeral() {
+		return
+	}
+	for _, ev := range batch.Events {
+		if ev.Action != JobCompleted || ev.RunnerName == "" {
+			continue
+		}
+		i := p.find(ev.RunnerName)
+		if i < 0 || p.st.Runners[i].JobDone || p.st.Runners[i].State.Terminal() {
+			continue
+		}
+		if workflow.GetVersion(p.ctx, changeCompletedRunnerLeaves, workflow.DefaultVersion, 1) < 1 {
+			return
+		}
+		p.st.Runners[i].JobDone = true
 	}
 }
 

@@ -202,6 +202,10 @@ type PoolRunner struct {
 	// its reservation ends when the runner leaves the job (reports idle or draining, takes
 	// another job, or ends).
 	JobID int64 `json:"jobId,omitempty"`
+	// JobDone is set on an ephemeral runner once its job's completed event named it: the
+	// runner is leaving (it runs one job) though its own end has not been reported yet, so it
+	// neither counts as staying nor as busy, only as holding its capacity until it ends.
+	JobDone bool `json:"jobDone,omitempty"`
 
 	// Warm is set when the runner started with a warm registration.
 	Warm bool `json:"warm,omitempty"`
