@@ -66,6 +66,5 @@ var Changes = []Change{
 	{changeHarmlessProbe, ReconcileWorkflowType, "v5", "a failing hook is probed with a ping or a succeeded delivery, never a failed event"},
 	{changeSharedPull, PoolWorkflowType, "v5", "a pull pool reads through its repositories' shared repo-pull workflows and falls back to reservations on a stale answer"},
 	{changeWarmNamespace, ReconcileWorkflowType, "v5", "a run whose warm namespace differs from its namespace also lists the Secrets there"},
-	{changeScaleSetFinishedRunners, PoolWorkflowType, "v6", "a scale-set pool counts a runner that finished a job no message had named it at yet as that job done"},
 	{changeCompletedRunnerLeaves, PoolWorkflowType, "v6", "an ephemeral runner named by its job's completed event counts as leaving, not as staying or busy"},
 }

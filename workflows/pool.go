@@ -71,9 +71,6 @@ type pool struct {
 	// run by a scale-set pool (pool_scaleset.go).
 	scaleSetBusy    bool
 	scaleSetVersion *workflow.Version
-	// scaleSetFinishedVersion is changeScaleSetFinishedRunners', asked once per run when first
-	// needed (scaleSetFinishedOn).
-	scaleSetFinishedVersion *workflow.Version
 	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
 	// (pool_pull_shared.go).
 	sharedVersion *workflow.Version

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -16,11 +15,6 @@ import (
 // release could have (the section was refused): every other pool records no marker and issues
 // exactly the commands it issued before.
 const changeScaleSetPools = "scaleset-pools"
-
-// changeScaleSetFinishedRunners gates counting the runners that finished a job no message had
-// named yet as jobs done (ScaleSetFinishedUnseen). Asked only by a scale-set pool holding such
-// a runner, so other histories carry no marker.
-const changeScaleSetFinishedRunners = "scaleset-finished-runners"
 
 // PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
 // runs, and what the set's messages said. Carried across continue-as-new.
@@ -39,9 +33,6 @@ type PoolScaleSetState struct {
 	Ledger     ScaleSetLedger     `json:"ledger"`
 	Statistics ScaleSetStatistics `json:"statistics"`
 	MessageAt  time.Time          `json:"messageAt,omitzero"`
-	// Finished are the pool's runners that ended after running a job while no message had
-	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
-	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
 	// Recreated counts the sets created again after GitHub deleted them.
 	Recreated int `json:"recreated,omitempty"`
 	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
@@ -82,32 +73,6 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	}
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
 	st.MessageAt = workflow.Now(p.ctx)
-	st.Finished = ForgetNamedRunners(st.Finished, sig.Message, st.MessageAt)
-}
-
-// noteScaleSetRunnerEnd remembers a runner that ended after running a job no message has named
-// it at yet (ScaleSetFinishedUnseen), so the pool starts no runner for that job meanwhile.
-func (p *pool) noteScaleSetRunnerEnd(r PoolRunner, rep RunnerStateReport) {
-	st := p.st.ScaleSet
-	ranJob := rep.Reason == EndReasonPodSucceeded || rep.Reason == EndReasonJobCompleted
-	if st == nil || rep.State != RunnerDone || !ranJob ||
-		slices.ContainsFunc(st.Ledger.Running, func(j ScaleSetRunningJob) bool { return j.RunnerName == r.Name }) {
-		return
-	}
-	st.Finished = append(st.Finished, ScaleSetFinishedRunner{Name: r.Name, At: workflow.Now(p.ctx)})
-}
-
-// scaleSetFinishedOn reports whether finished runners count as jobs done; the version is asked
-// once per run, and only once there is such a runner.
-func (p *pool) scaleSetFinishedOn() bool {
-	if st := p.st.ScaleSet; p.scaleSetFinishedVersion == nil && (st == nil || len(st.Finished) == 0) {
-		return false
-	}
-	if p.scaleSetFinishedVersion == nil {
-		v := workflow.GetVersion(p.ctx, changeScaleSetFinishedRunners, workflow.DefaultVersion, 1)
-		p.scaleSetFinishedVersion = &v
-	}
-	return *p.scaleSetFinishedVersion >= 1
 }
 
 // onScaleSetListenerEnded takes the listener's end: a set GitHub deleted is created again
@@ -294,9 +259,6 @@ func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
 	}
 	b := p.bounds(now)
 	done := ScaleSetJobsDone(st.Ledger, p.st.Runners)
-	if p.scaleSetFinishedOn() {
-		done += ScaleSetFinishedUnseen(st.Ledger, st.Finished, now)
-	}
 	want := ScaleSetDemand(st.Ledger, st.Statistics, b, done)
 	why := fmt.Sprintf("scale set: max(jobs %d, assigned %d) - done %d + minIdle %d", st.Ledger.Jobs(), st.Statistics.AssignedJobs, done, b.MinIdle)
 	return &PullDecision{Want: want, Why: why}
