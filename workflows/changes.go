@@ -67,4 +67,5 @@ var Changes = []Change{
 	{changeSharedPull, PoolWorkflowType, "v5", "a pull pool reads through its repositories' shared repo-pull workflows and falls back to reservations on a stale answer"},
 	{changeWarmNamespace, ReconcileWorkflowType, "v5", "a run whose warm namespace differs from its namespace also lists the Secrets there"},
 	{changeCompletedRunnerLeaves, PoolWorkflowType, "v6", "an ephemeral runner named by its job's completed event counts as leaving, not as staying or busy"},
+	{changeEndsCountedOnce, PoolWorkflowType, "v6", "a job whose runner ended before the pool learned it is counted over once, not again by its own event"},
 }

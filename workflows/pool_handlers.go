@@ -369,10 +369,12 @@ func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationB
 	if hasEventTimes(batch) && workflow.GetVersion(p.ctx, changeReservationsFromEventTimes, workflow.DefaultVersion, 1) >= 1 {
 		params.EventTimes = true
 	}
+	named := endsNamedByEvents(p.st, batch, now)
 	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, params)
 	if params.Pool != "" {
 		p.tieJobsInProgress(batch)
 	}
+	p.liftEndsNamedByEvents(named, now)
 	p.markJobsDone(batch)
 	p.measureJobsTakenEarly(batch, now)
 	p.changed = true

@@ -249,6 +249,9 @@ func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
 		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
+	if r.JobDone && workflow.GetVersion(p.ctx, changeEndsCountedOnce, workflow.DefaultVersion, 1) >= 1 {
+		return // its job's completed event (markJobsDone) already ended the job's reservation
+	}
 	now := workflow.Now(p.ctx)
 	p.st.UnattributedEnds = append(slices.DeleteFunc(p.st.UnattributedEnds, func(at time.Time) bool {
 		return now.Sub(at) >= UnattributedEndHold
@@ -256,6 +259,66 @@ func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
 	if len(p.st.UnattributedEnds) > ReservedJobCheckMax {
 		p.st.UnattributedEnds = slices.Clone(p.st.UnattributedEnds[len(p.st.UnattributedEnds)-ReservedJobCheckMax:])
 	}
+}
+
+// changeEndsCountedOnce gates counting a finished job's end once. An ephemeral runner that
+// ends before the pool learns its job holds one reservation over (an unattributed end) until
+// the job is known to be over; the job's own completed or in_progress event ends its
+// reservation as well, so the two together counted the job twice, desired fell one short,
+// and scale-down drained a runner still starting for another job. Now the runner named by
+// its job's completed event makes no unattributed end (recordUnattributedEnd), and an event
+// that ends a reservation for a runner that ended so lifts one (liftEndsNamedByEvents).
+// Asked only where one of these happens.
+const changeEndsCountedOnce = "ends-counted-once"
+
+// endsNamedByEvents counts the batch's jobs whose event ends a reservation that still holds
+// and names one of the pool's runners that has already ended, not as a failure: that runner
+// ended after its job without the pool learning which (an unattributed end, if its pod
+// succeeded), and the event now ends the job's reservation itself. A runner ended otherwise
+// (its pod failed, it was removed) is skipped: its end made no unattributed end. One aged out
+// of the pool's finished list counts, as most runners end so in a burst.
+func endsNamedByEvents(st PoolState, batch ReservationBatch, now time.Time) int {
+	var jobs []int64
+	for _, ev := range batch.Events {
+		if (ev.Action != JobCompleted && ev.Action != JobInProgress) || ev.JobID <= 0 ||
+			slices.Contains(jobs, ev.JobID) || !st.Reserved.Holds(ev.JobID, now) {
+			continue
+		}
+		if owner, ok := PoolFromRunnerName(ev.RunnerName); !ok || owner != st.Spec.Name ||
+			slices.ContainsFunc(st.Runners, func(r PoolRunner) bool { return r.Name == ev.RunnerName }) {
+			continue
+		}
+		i := slices.IndexFunc(st.Finished, func(f FinishedRunner) bool { return f.Name == ev.RunnerName })
+		if i >= 0 && (st.Finished[i].State != RunnerDone || st.Finished[i].Reason != EndReasonPodSucceeded) {
+			continue
+		}
+		jobs = append(jobs, ev.JobID)
+	}
+	return len(jobs)
+}
+
+// liftHeldEnds removes the n oldest unattributed ends that still hold at now; ends past
+// their hold count for nothing already and stay for the job check's rules.
+func liftHeldEnds(ends []time.Time, now time.Time, n int) []time.Time {
+	var kept []time.Time
+	for _, at := range ends {
+		if n > 0 && now.Sub(at) < UnattributedEndHold {
+			n--
+			continue
+		}
+		kept = append(kept, at)
+	}
+	return kept
+}
+
+// liftEndsNamedByEvents lifts the unattributed ends that a batch's events account for
+// (endsNamedByEvents, counted before the batch was applied).
+func (p *pool) liftEndsNamedByEvents(named int, now time.Time) {
+	if named == 0 || !p.st.Spec.IsEphemeral() || heldUnattributed(p.st.UnattributedEnds, now) == 0 ||
+		workflow.GetVersion(p.ctx, changeEndsCountedOnce, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	p.st.UnattributedEnds = liftHeldEnds(p.st.UnattributedEnds, now, named)
 }
 
 // changeJobCheckWake gates the pool waking for a due check of reserved jobs (nextJobCheck).

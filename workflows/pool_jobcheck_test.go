@@ -428,3 +428,53 @@ func TestPoolLiftsUnattributedEndsOnlyForJobsItRead(t *testing.T) {
 		})
 	}
 }
+
+func TestEndsNamedByEvents(t *testing.T) {
+	gone, other := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 2)
+	staying := RunnerName("linux", Generation(""), 3)
+	held := ReservationState{Reservations: []Reservation{{JobID: 11, ExpiresAt: t0.Add(time.Minute)},
+		{JobID: 12, ExpiresAt: t0.Add(time.Minute)}, {JobID: 13, ExpiresAt: t0}}}
+	st := PoolState{Spec: PoolSpec{Name: "linux"}, Reserved: held, Runners: []PoolRunner{{Name: staying}},
+		Finished: []FinishedRunner{{Name: gone, State: RunnerDone, Reason: EndReasonPodSucceeded}, {Name: other, State: RunnerFailed, Reason: "pod failed"}}}
+	event := func(action string, job int64, runner string) WorkflowJobEvent {
+		return WorkflowJobEvent{Action: action, JobID: job, RunnerName: runner}
+	}
+	for _, tt := range []struct {
+		name   string
+		events []WorkflowJobEvent
+		want   int
+	}{
+		{"completed, naming a runner that ended after its pod succeeded", []WorkflowJobEvent{event(JobCompleted, 11, gone)}, 1},
+		{"in_progress does too", []WorkflowJobEvent{event(JobInProgress, 11, gone)}, 1},
+		{"one job counted once", []WorkflowJobEvent{event(JobInProgress, 11, gone), event(JobCompleted, 11, gone)}, 1},
+		{"a runner aged out of the finished list counts", []WorkflowJobEvent{event(JobCompleted, 12, RunnerName("linux", Generation(""), 9))}, 1},
+		{"a runner still in the pool: not ended", []WorkflowJobEvent{event(JobCompleted, 11, staying)}, 0},
+		{"a runner that failed made no unattributed end", []WorkflowJobEvent{event(JobCompleted, 11, other)}, 0},
+		{"a reservation already over", []WorkflowJobEvent{event(JobCompleted, 13, gone), event(JobCompleted, 14, gone)}, 0},
+		{"another pool's runner", []WorkflowJobEvent{event(JobCompleted, 11, RunnerName("other", Generation(""), 1))}, 0},
+		{"no runner named", []WorkflowJobEvent{event(JobCompleted, 11, "")}, 0},
+		{"queued names nothing over", []WorkflowJobEvent{event(JobQueued, 11, gone)}, 0},
+	} {
+		if got := endsNamedByEvents(st, ReservationBatch{Events: tt.events}, t0); got != tt.want {
+			t.Errorf("%s: endsNamedByEvents = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLiftHeldEnds(t *testing.T) {
+	past := t0.Add(-UnattributedEndHold)
+	ends := []time.Time{past, t0.Add(-time.Minute), t0.Add(-time.Second), t0}
+	for _, tt := range []struct {
+		n    int
+		want []time.Time
+	}{
+		{0, ends},
+		{1, []time.Time{past, t0.Add(-time.Second), t0}}, // the oldest that still holds
+		{3, []time.Time{past}},
+		{9, []time.Time{past}}, // an end past its hold is never lifted: it counts for nothing
+	} {
+		if got := liftHeldEnds(ends, t0, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("liftHeldEnds(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,4 +60,49 @@ func (h *poolHarness) drainedSoFar() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.stats.drained
+}
+
+// A runner can end (its pod succeeded) before the pool learns which job it ran, and its job's
+// completed event can come before or after that end. Either way the job is over once: the
+// pool counts neither the end nor the event a second time, so the desired count stays with
+// the two jobs still waiting and scale-down drains none of their runners (one still
+// starting). Across continue-as-new.
+func TestAJobWhoseRunnerEndedUnnamedIsCountedOverOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		eventFirst bool
+		canAfter   int
+	}{{"end first", false, 0}, {"end first", false, 1}, {"event first", true, 0}, {"event first", true, 1}} {
+		t.Run(fmt.Sprintf("%s, continue-as-new after %d", tc.name, tc.canAfter), func(t *testing.T) {
+			h := newPoolHarness(t, tc.canAfter)
+			spec := poolTestSpec()
+			spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+			spec.ScaleDownDelay = &metav1.Duration{Duration: 30 * time.Second}
+			first, third := RunnerName("linux", Generation(""), 1), RunnerName("linux", Generation(""), 3)
+			h.silence(third) // still starting for a waiting job
+			queued := reserve(JobQueued, 11, 12, 13)
+			for i := range queued.Events {
+				queued.Events[i].Repository = "acme/app"
+			}
+			h.at(time.Minute, func() { h.signal(SignalReservations, queued) })
+			completed := reserve(JobCompleted, 11)
+			completed.Events[0].RunnerName = first
+			// Long after the scale-down delay, one second apart: within the settle time of a
+			// check of reserved jobs, which would otherwise set the count right a moment later.
+			end := func() { h.end(first, RunnerDone, EndReasonPodSucceeded) }
+			event := func() { h.signal(SignalReservations, completed) }
+			if tc.eventFirst {
+				end, event = event, end
+			}
+			h.at(3*time.Minute, end)
+			h.at(3*time.Minute+time.Second, event)
+			h.check(3*time.Minute+3*time.Second, "two runners for the two waiting jobs, none drained", func(st PoolStatus) bool {
+				return st.Desired == 2 && len(st.Runners) == 2 && h.drainedSoFar() == 0
+			})
+			st := h.run(spec, 4*time.Minute)
+			if h.drainedSoFar() != 0 || st.Totals.Started != 3 {
+				t.Errorf("drained %d, started %d runners for 3 jobs; want none drained, 3 started", h.drainedSoFar(), st.Totals.Started)
+			}
+		})
+	}
 }
