@@ -90,7 +90,7 @@ func TestOneRunnerPerJobAcrossPools(t *testing.T) {
 			jobs = append(jobs, j.ID)
 		}
 	}
-	w := waiter{t: t, ctx: ctx, sys: sys}
+	w := waiter{t: t, ctx: ctx, sys: sys, pools: []string{smallPool, bigPool}}
 	w.until("every job started", func() bool { return w.count(jobs, githubdouble.StatusQueued) == 0 })
 	w.until("the small pool's reservations ended by the in_progress events of the big pool's runners", func() bool {
 		return w.status(smallPool).Reservations == 0
@@ -158,6 +158,8 @@ type waiter struct {
 	t   *testing.T
 	ctx context.Context
 	sys *demo.System
+	// pools are the test's pools, described when a wait gives up.
+	pools []string
 }
 
 func (w waiter) until(what string, ok func() bool) {
@@ -165,8 +167,11 @@ func (w waiter) until(what string, ok func() bool) {
 	deadline := time.Now().Add(settleWait)
 	for !ok() {
 		if time.Now().After(deadline) || w.ctx.Err() != nil {
-			w.t.Fatalf("waiting for %s: gave up after %s; small pool %s; big pool %s",
-				what, settleWait, w.describe(smallPool), w.describe(bigPool))
+			var pools []string
+			for _, p := range w.pools {
+				pools = append(pools, p+": "+w.describe(p))
+			}
+			w.t.Fatalf("waiting for %s: gave up after %s; %s", what, settleWait, strings.Join(pools, "; "))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -215,7 +220,16 @@ func (w waiter) describe(pool string) string {
 	st := w.status(pool)
 	var runners []string
 	for _, r := range st.Runners {
-		runners = append(runners, r.Name+"/"+string(r.State))
+		done := ""
+		if r.JobDone {
+			done = "/job-done"
+		}
+		runners = append(runners, r.Name+"/"+string(r.State)+done)
 	}
-	return fmt.Sprintf("%d reservations, runners [%s], started %d, why %q", st.Reservations, strings.Join(runners, " "), st.Totals.Started, st.Why)
+	var finished []string
+	for _, r := range st.Finished {
+		finished = append(finished, fmt.Sprintf("%s/%s at %s (%s)", r.Name, r.State, r.At.Format("15:04:05.000"), r.Reason))
+	}
+	return fmt.Sprintf("%d reservations, runners [%s], finished [%s], started %d, why %q",
+		st.Reservations, strings.Join(runners, " "), strings.Join(finished, ", "), st.Totals.Started, st.Why)
 }
