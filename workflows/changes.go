@@ -68,4 +68,5 @@ var Changes = []Change{
 	{changeWarmNamespace, ReconcileWorkflowType, "v5", "a run whose warm namespace differs from its namespace also lists the Secrets there"},
 	{changeCompletedRunnerLeaves, PoolWorkflowType, "v6", "an ephemeral runner named by its job's completed event counts as leaving, not as staying or busy"},
 	{changeEndsCountedOnce, PoolWorkflowType, "v6", "a job whose runner ended before the pool learned it is counted over once, not again by its own event"},
+	{changeScaleSetRanUnseen, PoolWorkflowType, "v6", "a scale-set pool counts a runner that finished a job no message had named it at yet as that job done, for a bounded hold it wakes at"},
 }

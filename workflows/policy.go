@@ -721,6 +721,12 @@ var scaleSetNonRetryable = append(slices.Clone(retryNonRetryable), ErrSessionLos
 // of a finished job does not count it again; a burst's completions fit many times over.
 const ScaleSetCompletedKept = 1000
 
+// ScaleSetFinishedHold: a runner that ended after a job no message had named it at yet counts
+// as that job done for at most this long. The message naming it comes within seconds (the
+// listener hands messages over as they come); the hold only bounds how long a message that
+// never comes can keep a waiting job from a runner.
+const ScaleSetFinishedHold = 2 * time.Minute
+
 // ScaleSetActivityPolicy: calls to the Actions service (create, update or delete a set, a
 // runner's JIT configuration, a runner's removal) are short; 5xx and 429 back off to a minute,
 // a Retry-After from the service overriding the backoff. A 401 drops the worker's cached admin

@@ -71,6 +71,9 @@ type pool struct {
 	// run by a scale-set pool (pool_scaleset.go).
 	scaleSetBusy    bool
 	scaleSetVersion *workflow.Version
+	// scaleSetRanUnseenVersion is changeScaleSetRanUnseen's, asked once per run when first
+	// needed (scaleSetRanUnseenOn).
+	scaleSetRanUnseenVersion *workflow.Version
 	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
 	// (pool_pull_shared.go).
 	sharedVersion *workflow.Version
@@ -281,7 +284,8 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake())
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake(),
+		p.scaleSetFinishedWake(now))
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {

@@ -87,6 +87,7 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	}
 	if rep.State.Terminal() {
 		p.recordUnattributedEnd(p.st.Runners[i], rep)
+		p.noteScaleSetRunnerEnd(p.st.Runners[i], rep)
 		p.forget(rep.Runner, rep.State, rep.Reason)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -15,6 +16,13 @@ import (
 // release could have (the section was refused): every other pool records no marker and issues
 // exactly the commands it issued before.
 const changeScaleSetPools = "scaleset-pools"
+
+// changeScaleSetRanUnseen gates counting the runners that finished a job no message had named
+// them at yet as jobs done (ScaleSetFinishedUnseen), waking when such a count's hold lapses,
+// and counting a runner a completed message names as leaving (JobDone). Asked only by a
+// scale-set pool when a message names one of its runners or one of them ends after a job, so
+// other histories carry no marker.
+const changeScaleSetRanUnseen = "scaleset-ran-unseen"
 
 // PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
 // runs, and what the set's messages said. Carried across continue-as-new.
@@ -33,6 +41,9 @@ type PoolScaleSetState struct {
 	Ledger     ScaleSetLedger     `json:"ledger"`
 	Statistics ScaleSetStatistics `json:"statistics"`
 	MessageAt  time.Time          `json:"messageAt,omitzero"`
+	// Finished are the pool's runners that ended after running a job while no message had
+	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
+	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
 	// Recreated counts the sets created again after GitHub deleted them.
 	Recreated int `json:"recreated,omitempty"`
 	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
@@ -73,6 +84,75 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	}
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
 	st.MessageAt = workflow.Now(p.ctx)
+	st.Finished = ForgetNamedRunners(st.Finished, sig.Message, st.MessageAt)
+	p.markScaleSetJobsDone(sig.Message)
+}
+
+// markScaleSetJobsDone counts the runners a message's completed events name as leaving
+// (JobDone), as markJobsDone does for webhook pools: the runner exits after its one job, and
+// its end, which comes after its cleanup, must not count as another job done
+// (noteScaleSetRunnerEnd).
+func (p *pool) markScaleSetJobsDone(m ScaleSetMessage) {
+	if !p.st.Spec.IsEphemeral() {
+		return
+	}
+	for _, e := range m.Jobs {
+		if e.Event != ScaleSetJobCompleted || e.RunnerName == "" {
+			continue
+		}
+		i := p.find(e.RunnerName)
+		if i < 0 || p.st.Runners[i].JobDone || p.st.Runners[i].State.Terminal() || !p.scaleSetRanUnseenOn() {
+			continue
+		}
+		p.st.Runners[i].JobDone = true
+	}
+}
+
+// noteScaleSetRunnerEnd remembers a runner that ended after running a job no message has named
+// it at yet (ScaleSetFinishedUnseen), so the pool starts no runner for that job meanwhile. A
+// runner a message named (its job running in the ledger, or completed: JobDone) is counted
+// by the ledger already.
+func (p *pool) noteScaleSetRunnerEnd(r PoolRunner, rep RunnerStateReport) {
+	st := p.st.ScaleSet
+	ranJob := rep.Reason == EndReasonPodSucceeded || rep.Reason == EndReasonJobCompleted
+	if st == nil || !p.st.Spec.IsEphemeral() || rep.State != RunnerDone || !ranJob || r.JobDone ||
+		slices.ContainsFunc(st.Ledger.Running, func(j ScaleSetRunningJob) bool { return j.RunnerName == r.Name }) ||
+		!p.scaleSetRanUnseenOn() {
+		return
+	}
+	now := workflow.Now(p.ctx)
+	st.Finished = append(slices.DeleteFunc(st.Finished, func(f ScaleSetFinishedRunner) bool {
+		return now.Sub(f.At) >= ScaleSetFinishedHold
+	}), ScaleSetFinishedRunner{Name: r.Name, At: now})
+}
+
+// scaleSetRanUnseenOn reports whether changeScaleSetRanUnseen is in force; the version is asked
+// once per run, when first needed.
+func (p *pool) scaleSetRanUnseenOn() bool {
+	if !p.scaleSetOn() {
+		return false
+	}
+	if p.scaleSetRanUnseenVersion == nil {
+		v := workflow.GetVersion(p.ctx, changeScaleSetRanUnseen, workflow.DefaultVersion, 1)
+		p.scaleSetRanUnseenVersion = &v
+	}
+	return *p.scaleSetRanUnseenVersion >= 1
+}
+
+// scaleSetFinishedWake is when the oldest finished runner's hold lapses (zero: none held), so
+// the pool starts a runner then for a job whose message never came.
+func (p *pool) scaleSetFinishedWake(now time.Time) time.Time {
+	st := p.st.ScaleSet
+	if st == nil {
+		return time.Time{}
+	}
+	var wake time.Time
+	for _, f := range st.Finished { // only a pool under changeScaleSetRanUnseen has any
+		if at := f.At.Add(ScaleSetFinishedHold); at.After(now) && (wake.IsZero() || at.Before(wake)) {
+			wake = at
+		}
+	}
+	return wake
 }
 
 // onScaleSetListenerEnded takes the listener's end: a set GitHub deleted is created again
@@ -259,6 +339,9 @@ func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
 	}
 	b := p.bounds(now)
 	done := ScaleSetJobsDone(st.Ledger, p.st.Runners)
+	if len(st.Finished) > 0 { // only a pool under changeScaleSetRanUnseen has any
+		done += ScaleSetFinishedUnseen(st.Ledger, st.Finished, now)
+	}
 	want := ScaleSetDemand(st.Ledger, st.Statistics, b, done)
 	why := fmt.Sprintf("scale set: max(jobs %d, assigned %d) - done %d + minIdle %d", st.Ledger.Jobs(), st.Statistics.AssignedJobs, done, b.MinIdle)
 	return &PullDecision{Want: want, Why: why}

@@ -264,3 +264,114 @@ func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
 	})
 	h.run(spec, 2*time.Minute+time.Second)
 }
+
+// Runners that take their jobs, run them and end before the message saying the jobs started
+// arrives (the listener hands messages over every few seconds; a short job is over sooner)
+// leave those jobs waiting in the ledger: the pool starts no runner for them, and the later
+// message, which names the runners, ends the hold.
+func TestScaleSetPoolStartsNoRunnerForAJobItsFinishedRunnerRan(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.at(time.Minute, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 2, jobEvent(ScaleSetJobAssigned, 1, 2)...))
+	})
+	h.check(2*time.Minute, "a runner per job", func(st PoolStatus) bool { return len(st.Runners) == 2 })
+	var ran []string
+	h.at(2*time.Minute+time.Second, func() { ran = h.startJobsWithIDs(1, 2) })
+	h.at(2*time.Minute+2*time.Second, func() { // as a runner reports: busy, then done when its pod succeeded
+		for _, name := range ran {
+			h.end(name, RunnerDone, EndReasonPodSucceeded)
+		}
+	})
+	h.check(3*time.Minute, "both runners gone, their jobs still waiting in the ledger, no runner started for them", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && len(st.ScaleSet.Ledger.Waiting) == 2 && len(st.ScaleSet.Finished) == 2 && st.Desired == 0
+	})
+	h.at(3*time.Minute+time.Second, func() {
+		events := append(jobEvent(ScaleSetJobStarted, 1, 2), jobEvent(ScaleSetJobCompleted, 1, 2)...)
+		for i := range events {
+			events[i].RunnerName = ran[i%2]
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 0, events...))
+	})
+	h.check(4*time.Minute, "the message named them: nothing held, nothing waiting", func(st PoolStatus) bool {
+		return len(st.ScaleSet.Finished) == 0 && st.ScaleSet.Ledger.Jobs() == 0 && st.Desired == 0
+	})
+	st := h.run(spec, 4*time.Minute+time.Second)
+	if st.Totals.Started != 2 {
+		t.Errorf("started %d runners for 2 jobs, want 2: none for a job a finished runner ran", st.Totals.Started)
+	}
+}
+
+// The soak's case: a runner's completed message reaches the pool before the runner's own end
+// (its cleanup takes a moment). The message named it, so its end is no job done a second time:
+// the next job assigned to the set gets its runner at once.
+func TestScaleSetPoolCountsARunnerItsCompletedMessageNamedOnce(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	var ran []string
+	h.at(2*time.Minute, func() { ran = h.startJobsWithIDs(1) })
+	h.at(2*time.Minute+time.Second, func() {
+		events := append(jobEvent(ScaleSetJobStarted, 1), jobEvent(ScaleSetJobCompleted, 1)...)
+		for i := range events {
+			events[i].RunnerName = ran[0]
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 0, events...))
+	})
+	h.check(2*time.Minute+3*time.Second, "the named runner leaving, its job over", func(st PoolStatus) bool {
+		return len(st.Runners) == 1 && st.Runners[0].JobDone && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	h.at(2*time.Minute+5*time.Second, func() { h.end(ran[0], RunnerDone, EndReasonPodSucceeded) })
+	h.at(2*time.Minute+10*time.Second, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 3, 1, jobEvent(ScaleSetJobAssigned, 2)...))
+	})
+	h.check(2*time.Minute+15*time.Second, "a runner for the next job at once", func(st PoolStatus) bool {
+		return len(st.ScaleSet.Finished) == 0 && st.Desired == 1 && len(st.Runners) == 1
+	})
+	st := h.run(spec, 2*time.Minute+20*time.Second)
+	if st.Totals.Started != 2 {
+		t.Errorf("started %d runners for 2 jobs, want 2", st.Totals.Started)
+	}
+}
+
+// A runner ends after a job no message ever names (its messages were lost): the job it is
+// taken to have run waits in the ledger for ScaleSetFinishedHold at most, and the pool wakes
+// then, by itself, and starts a runner for it.
+func TestScaleSetPoolWakesWhenAFinishedRunnersHoldLapses(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	h.at(2*time.Minute, func() {
+		for _, name := range h.startJobsWithIDs(1) {
+			h.end(name, RunnerDone, EndReasonPodSucceeded)
+		}
+	})
+	h.check(2*time.Minute+10*time.Second, "no runner while the hold lasts", func(st PoolStatus) bool {
+		return len(st.Runners) == 0 && len(st.ScaleSet.Finished) == 1 && st.Desired == 0
+	})
+	h.check(2*time.Minute+ScaleSetFinishedHold+10*time.Second, "the hold over: a runner for the job still waiting", func(st PoolStatus) bool {
+		return st.Desired == 1 && st.Totals.Started == 2
+	})
+	h.run(spec, 2*time.Minute+ScaleSetFinishedHold+20*time.Second)
+}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // ScaleSetLedger is what a scale-set pool has learned from its set's messages: the last message
@@ -141,4 +142,42 @@ func ScaleSetJobsDone(l ScaleSetLedger, runners []PoolRunner) int {
 		}
 	}
 	return n
+}
+
+// ScaleSetFinishedRunner is a runner of the pool that ended after running a job, while no
+// message had named it at any job: when it ended.
+type ScaleSetFinishedRunner struct {
+	Name string    `json:"name"`
+	At   time.Time `json:"at"`
+}
+
+// ScaleSetFinishedUnseen counts the finished runners whose job the ledger still holds open
+// under no runner: an ephemeral runner can take a job, run it and end before the message that
+// says it started arrives (the listener hands messages over every few seconds), and its job,
+// still waiting in the ledger, needs no other runner. Runners the ledger already names at a
+// running job are ScaleSetJobsDone's; ends older than ScaleSetFinishedHold no longer count (a
+// message that never came cannot hold a job's runner back for longer); and there are never
+// more than the ledger's waiting jobs.
+func ScaleSetFinishedUnseen(l ScaleSetLedger, finished []ScaleSetFinishedRunner, now time.Time) int {
+	n := 0
+	for _, f := range finished {
+		named := slices.ContainsFunc(l.Running, func(j ScaleSetRunningJob) bool { return j.RunnerName == f.Name })
+		if !named && now.Sub(f.At) < ScaleSetFinishedHold {
+			n++
+		}
+	}
+	return min(n, len(l.Waiting))
+}
+
+// ForgetNamedRunners drops the finished runners a message names (their job started or
+// completed: the ledger counts it from now on) and those past ScaleSetFinishedHold.
+func ForgetNamedRunners(finished []ScaleSetFinishedRunner, m ScaleSetMessage, now time.Time) []ScaleSetFinishedRunner {
+	out := slices.DeleteFunc(slices.Clone(finished), func(f ScaleSetFinishedRunner) bool {
+		return now.Sub(f.At) >= ScaleSetFinishedHold ||
+			slices.ContainsFunc(m.Jobs, func(e ScaleSetJobEvent) bool { return e.RunnerName == f.Name })
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

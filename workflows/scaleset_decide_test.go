@@ -3,6 +3,7 @@ package workflows
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func ssAssigned(id int64) ScaleSetJobEvent {
@@ -138,5 +139,54 @@ func TestScaleSetJobsDone(t *testing.T) {
 	// Runner 4's name is not known yet: its job is not taken for done.
 	if got := ScaleSetJobsDone(ledger, runners); got != 3 {
 		t.Errorf("ScaleSetJobsDone = %d, want 3 (leaving, gone, removing)", got)
+	}
+}
+
+func TestScaleSetFinishedUnseen(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	recent, old := now.Add(-10*time.Second), now.Add(-ScaleSetFinishedHold)
+	waiting3 := ScaleSetLedger{Waiting: []int64{1, 2, 3}, Running: []ScaleSetRunningJob{{RunnerRequestID: 4, RunnerName: "named"}}}
+	for _, tc := range []struct {
+		name     string
+		ledger   ScaleSetLedger
+		finished []ScaleSetFinishedRunner
+		want     int
+	}{
+		{"none finished", waiting3, nil, 0},
+		{"a runner that finished before its started message: its job needs no other", waiting3,
+			[]ScaleSetFinishedRunner{{"r1", recent}, {"r2", recent}}, 2},
+		{"a runner the ledger names at a running job is counted there, not here", waiting3,
+			[]ScaleSetFinishedRunner{{"named", recent}, {"r1", recent}}, 1},
+		{"an end past the hold no longer holds a job back", waiting3,
+			[]ScaleSetFinishedRunner{{"r1", old}, {"r2", recent}}, 1},
+		{"never more than the waiting jobs", ScaleSetLedger{Waiting: []int64{1}},
+			[]ScaleSetFinishedRunner{{"r1", recent}, {"r2", recent}}, 1},
+		{"no waiting job, nothing to hold back", ScaleSetLedger{},
+			[]ScaleSetFinishedRunner{{"r1", recent}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScaleSetFinishedUnseen(tc.ledger, tc.finished, now); got != tc.want {
+				t.Errorf("ScaleSetFinishedUnseen = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForgetNamedRunners(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	recent := now.Add(-10 * time.Second)
+	finished := []ScaleSetFinishedRunner{{"started", recent}, {"completed", recent}, {"unnamed", recent}, {"old", now.Add(-ScaleSetFinishedHold)}}
+	completed := ssCompleted(2)
+	completed.RunnerName = "completed"
+	m := ScaleSetMessage{ID: 9, Jobs: []ScaleSetJobEvent{ssStarted(1, "started"), completed, ssAssigned(3)}}
+	got := ForgetNamedRunners(finished, m, now)
+	if want := []ScaleSetFinishedRunner{{"unnamed", recent}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ForgetNamedRunners = %+v, want %+v", got, want)
+	}
+	if len(finished) != 4 {
+		t.Errorf("ForgetNamedRunners changed its input: %+v", finished)
+	}
+	if got := ForgetNamedRunners([]ScaleSetFinishedRunner{{"started", recent}}, m, now); got != nil {
+		t.Errorf("all forgotten = %+v, want nil (a state that serializes as it did before)", got)
 	}
 }
