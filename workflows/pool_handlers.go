@@ -418,18 +418,30 @@ const changeCompletedRunnerLeaves = "completed-runner-leaves"
 // and scale-down drained a runner still starting for another job, which then waited for a
 // replacement.
 func (p *pool) markJobsDone(batch ReservationBatch) {
+	var names []string
+	for _, ev := range batch.Events {
+		if ev.Action == JobCompleted && ev.RunnerName != "" {
+			names = append(names, ev.RunnerName)
+		}
+	}
+	p.markLeaving(names, func() bool {
+		return workflow.GetVersion(p.ctx, changeCompletedRunnerLeaves, workflow.DefaultVersion, 1) >= 1
+	})
+}
+
+// markLeaving counts the named runners, whose one job completed, as leaving (JobDone): only an
+// ephemeral pool's, and only those not leaving for their job yet nor gone. inForce, the
+// change that gates it, is asked only once there is such a runner.
+func (p *pool) markLeaving(names []string, inForce func() bool) {
 	if !p.st.Spec.IsEphemeral() {
 		return
 	}
-	for _, ev := range batch.Events {
-		if ev.Action != JobCompleted || ev.RunnerName == "" {
-			continue
-		}
-		i := p.find(ev.RunnerName)
+	for _, name := range names {
+		i := p.find(name)
 		if i < 0 || p.st.Runners[i].JobDone || p.st.Runners[i].State.Terminal() {
 			continue
 		}
-		if workflow.GetVersion(p.ctx, changeCompletedRunnerLeaves, workflow.DefaultVersion, 1) < 1 {
+		if !inForce() {
 			return
 		}
 		p.st.Runners[i].JobDone = true

@@ -93,19 +93,13 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 // its end, which comes after its cleanup, must not count as another job done
 // (noteScaleSetRunnerEnd).
 func (p *pool) markScaleSetJobsDone(m ScaleSetMessage) {
-	if !p.st.Spec.IsEphemeral() {
-		return
-	}
+	var names []string
 	for _, e := range m.Jobs {
-		if e.Event != ScaleSetJobCompleted || e.RunnerName == "" {
-			continue
+		if e.Event == ScaleSetJobCompleted && e.RunnerName != "" {
+			names = append(names, e.RunnerName)
 		}
-		i := p.find(e.RunnerName)
-		if i < 0 || p.st.Runners[i].JobDone || p.st.Runners[i].State.Terminal() || !p.scaleSetRanUnseenOn() {
-			continue
-		}
-		p.st.Runners[i].JobDone = true
 	}
+	p.markLeaving(names, p.scaleSetRanUnseenOn)
 }
 
 // noteScaleSetRunnerEnd remembers a runner that ended after running a job no message has named

@@ -270,15 +270,7 @@ func TestScaleSetPoolStartsNoRunnerBeforeItsSet(t *testing.T) {
 // leave those jobs waiting in the ledger: the pool starts no runner for them, and the later
 // message, which names the runners, ends the hold.
 func TestScaleSetPoolStartsNoRunnerForAJobItsFinishedRunnerRan(t *testing.T) {
-	sim := &scaleSetSim{nextID: 5}
-	h := newPoolHarness(t, 0)
-	spec := poolTestSpec()
-	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
-	spec.ScaleSet = &ScaleSetSpec{}
-	h.onSegment = func() {
-		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
-		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
-	}
+	h, spec := newScaleSetPoolHarness(t)
 	h.at(time.Minute, func() {
 		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 2, jobEvent(ScaleSetJobAssigned, 1, 2)...))
 	})
@@ -313,15 +305,7 @@ func TestScaleSetPoolStartsNoRunnerForAJobItsFinishedRunnerRan(t *testing.T) {
 // (its cleanup takes a moment). The message named it, so its end is no job done a second time:
 // the next job assigned to the set gets its runner at once.
 func TestScaleSetPoolCountsARunnerItsCompletedMessageNamedOnce(t *testing.T) {
-	sim := &scaleSetSim{nextID: 5}
-	h := newPoolHarness(t, 0)
-	spec := poolTestSpec()
-	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
-	spec.ScaleSet = &ScaleSetSpec{}
-	h.onSegment = func() {
-		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
-		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
-	}
+	h, spec := newScaleSetPoolHarness(t)
 	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
 	var ran []string
 	h.at(2*time.Minute, func() { ran = h.startJobsWithIDs(1) })
@@ -352,15 +336,7 @@ func TestScaleSetPoolCountsARunnerItsCompletedMessageNamedOnce(t *testing.T) {
 // taken to have run waits in the ledger for ScaleSetFinishedHold at most, and the pool wakes
 // then, by itself, and starts a runner for it.
 func TestScaleSetPoolWakesWhenAFinishedRunnersHoldLapses(t *testing.T) {
-	sim := &scaleSetSim{nextID: 5}
-	h := newPoolHarness(t, 0)
-	spec := poolTestSpec()
-	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
-	spec.ScaleSet = &ScaleSetSpec{}
-	h.onSegment = func() {
-		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
-		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
-	}
+	h, spec := newScaleSetPoolHarness(t)
 	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
 	h.at(2*time.Minute, func() {
 		for _, name := range h.startJobsWithIDs(1) {
@@ -374,4 +350,19 @@ func TestScaleSetPoolWakesWhenAFinishedRunnersHoldLapses(t *testing.T) {
 		return st.Desired == 1 && st.Totals.Started == 2
 	})
 	h.run(spec, 2*time.Minute+ScaleSetFinishedHold+20*time.Second)
+}
+
+// newScaleSetPoolHarness is a harness whose pool is a scale set's (set 5, 0 to 5 runners): the
+// set is created at once and its listener plays no messages of its own.
+func newScaleSetPoolHarness(t *testing.T) (*poolHarness, PoolSpec) {
+	sim := &scaleSetSim{nextID: 5}
+	h := newPoolHarness(t, 0)
+	spec := poolTestSpec()
+	spec.MinReplicas, spec.MaxReplicas = 0, ptr(5)
+	spec.ScaleSet = &ScaleSetSpec{}
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	return h, spec
 }
