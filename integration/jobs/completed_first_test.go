@@ -2,11 +2,9 @@ package jobs
 
 import (
 	"context"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/runnerflow/runnerflow/localworld/demo"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -24,18 +22,9 @@ const donePool = "xc-done"
 func TestCompletedEventBeforeTheRunnerEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	sys, err := demo.Start(ctx, demo.SystemConfig{WorkDuration: workDuration})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys := startSystem(t, ctx, poolYAML(donePool, "self-hosted, linux, done"))
 	defer sys.Stop()
 	gh := sys.World.GitHub
-	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sys.ApplyPools(ctx, []byte(poolYAML(donePool, "self-hosted, linux, done")), io.Discard); err != nil {
-		t.Fatal(err)
-	}
 	var jobs []int64
 	for range 3 {
 		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: org + "/app", Labels: []string{"self-hosted", "linux", "done"}})

@@ -62,18 +62,9 @@ template:
 func TestOneRunnerPerJobAcrossPools(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	sys, err := demo.Start(ctx, demo.SystemConfig{WorkDuration: workDuration})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys := startSystem(t, ctx, pools)
 	defer sys.Stop()
 	gh := sys.World.GitHub
-	if err := gh.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sys.ApplyPools(ctx, []byte(pools), io.Discard); err != nil {
-		t.Fatal(err)
-	}
 	if err := sys.Temporal.SignalWorkflow(ctx, workflows.PoolWorkflowID(smallPool), "", workflows.SignalPause,
 		workflows.OperatorRequest{Reason: "test: the big pool's runners take these jobs"}); err != nil {
 		t.Fatal(err)
@@ -232,4 +223,24 @@ func (w waiter) describe(pool string) string {
 	}
 	return fmt.Sprintf("%d reservations, runners [%s], finished [%s], started %d, why %q",
 		st.Reservations, strings.Join(runners, " "), strings.Join(finished, ", "), st.Totals.Started, st.Why)
+}
+
+// startSystem starts the whole system with the organization's repository and the pools
+// applied; the caller stops it (before its context ends, as a deferred Stop after the
+// deferred cancel does).
+func startSystem(t *testing.T, ctx context.Context, pools string) *demo.System {
+	t.Helper()
+	sys, err := demo.Start(ctx, demo.SystemConfig{WorkDuration: workDuration})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.World.GitHub.AddRepository(githubdouble.RepositorySpec{FullName: org + "/app"}); err != nil {
+		sys.Stop()
+		t.Fatal(err)
+	}
+	if err := sys.ApplyPools(ctx, []byte(pools), io.Discard); err != nil {
+		sys.Stop()
+		t.Fatal(err)
+	}
+	return sys
 }
