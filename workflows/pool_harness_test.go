@@ -223,10 +223,17 @@ func (h *poolHarness) register(ev *poolEvent) {
 // run plays the scenario until end and returns the pool's status at end.
 func (h *poolHarness) run(spec PoolSpec, end time.Duration) PoolStatus {
 	var final PoolStatus
-	h.at(end, func() {
+	// The end cancels the run through the environment's queue, like a message. A completion
+	// queued ahead of the cancel (an activity's result, posted from its own goroutine) can make
+	// the run continue as new first, and the environment drops the cancel with that run (a
+	// server would cancel the next run: a cancel names the workflow, not the run). So the end
+	// counts only once a run ends cancelled: a run that continued as new after it fired gets
+	// it again, at the next run's first instant.
+	endEv := &poolEvent{at: h.start.Add(end), fn: func() {
 		final = h.status()
 		h.env.CancelWorkflow()
-	})
+	}}
+	h.scheduleEvent(endEv)
 	in := PoolInput{Spec: spec, ContinueAsNewAfter: h.canAfter}
 	now := h.start
 	for {
@@ -250,6 +257,7 @@ func (h *poolHarness) run(spec PoolSpec, end time.Duration) PoolStatus {
 			h.t.Fatal("continue-as-new carried no state")
 		}
 		in, now = next, h.env.Now()
+		endEv.fired = false // its cancel, if it was posted, died with that run
 	}
 }
 
