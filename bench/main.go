@@ -53,7 +53,7 @@ type Options struct {
 	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
 	WorkerBinary string
 	// KubeQPS and KubeBurst, when set, replace the in-process worker's Kubernetes client rate
-	// limit; zero keeps what the worker binary has (the policy default, 50 QPS, burst 100).
+	// limit; zero keeps what the worker binary has (the policy default, 100 QPS, burst 200).
 	KubeQPS   float64
 	KubeBurst int
 	// MemoryKubeQPS is the worker binary's --kube-qps in the memory phase (burst twice that):
@@ -123,9 +123,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.Warm, "warm", 0, "warm registrations per burst, split over its two pools and minted before the jobs are queued (0: cold)")
 	fs.IntVar(&opts.GitHubPointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the double and the worker's pace (GitHub: 900)")
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
-	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (policy default 50)")
+	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, "Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (policy default 100)")
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
-	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (50)")
+	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, "the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (100)")
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
 	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (its scale-set mode)")

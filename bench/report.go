@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/runnerflow/runnerflow/workflows"
 )
 
 // printTable prints the results as one table, figure by figure: a figure's rows for every
@@ -66,7 +68,8 @@ func printHeader(w io.Writer, r Results) {
 	m := r.Machine
 	fmt.Fprintf(w, "runnerflow benchmark, %s, %d CPUs, %.0f GiB, %s, load average %s at start, %s at end\n",
 		r.Date, m.CPUs, m.MemoryGiB, m.GoVersion, m.LoadStart, m.LoadEnd)
-	kube := "the worker binary's Kubernetes client limit (policy default: 50 QPS, burst 100)"
+	kube := fmt.Sprintf("the worker binary's Kubernetes client limit (policy default: %d QPS, burst %d)",
+		workflows.DefaultKubernetesQPS, workflows.DefaultKubernetesBurst)
 	if o := r.Options; o.KubeQPS > 0 {
 		kube = fmt.Sprintf("in-process worker's Kubernetes client limit raised to %.0f QPS, burst %d", o.KubeQPS, o.KubeBurst)
 	}

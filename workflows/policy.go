@@ -109,12 +109,16 @@ const GitHubTaskQueuePartitions = 1
 
 const (
 	// DefaultKubernetesQPS and DefaultKubernetesBurst: the worker's client-side rate limit for
-	// the Kubernetes API. A runner lifecycle is about five writes, so client-go's own default
-	// (5 QPS, burst 10) caps a worker at one new runner a second — the benchmark measured a burst
-	// of 100 jobs taking 211 s at 5 QPS and 34 s at 50 QPS. 50/100 is what a busy controller asks
-	// of an API server; API Priority and Fairness protects the server beyond that.
-	DefaultKubernetesQPS   = 50
-	DefaultKubernetesBurst = 100
+	// the Kubernetes API. client-go's own default (5 QPS, burst 10) caps a worker at about one
+	// new runner a second: the benchmark measured a burst of 100 jobs taking 211 s at 5 QPS and
+	// 34 s at 50 QPS. A runner's start is two requests, its Secret and then its pod (owned by
+	// the Secret), for a warm runner too since warm registrations wait outside the runners'
+	// namespace. 100 QPS keeps the 50 starts a second that one request a start gave at 50 QPS,
+	// so a warm burst's runners get their pods as soon as before (docs/benchmarks.md). A
+	// controller that starts pods in bursts asks that much of an API server; API Priority and
+	// Fairness protects the server beyond it.
+	DefaultKubernetesQPS   = 100
+	DefaultKubernetesBurst = 200
 )
 
 // ---- Activity options ----
