@@ -3,7 +3,7 @@ module github.com/runnerflow/runnerflow
 go 1.26.0
 
 require (
-	github.com/actions/scaleset v0.2.0
+	github.com/actions/scaleset v0.4.0
 	github.com/bradleyfalzon/ghinstallation/v2 v2.17.0
 	github.com/getkin/kin-openapi v0.133.0
 	github.com/golang-jwt/jwt/v4 v4.5.2
