@@ -16,6 +16,8 @@ if [ -z "$commit" ] || ! git -C "$repo" cat-file -e "$commit^{commit}" 2>/dev/nu
   echo "upgrade-check: CHANGELOG.md names no commit for release $from" >&2
   exit 2
 fi
+to="$(cat "$repo/VERSION") ($(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
+start=$SECONDS
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "upgrade-check: building $from ($commit) from the repository's history"
@@ -23,8 +25,15 @@ mkdir -p "$work/src" "$work/bin"
 git -C "$repo" archive "$commit" | tar -x -C "$work/src"
 go -C "$work/src" build -o "$work/bin/worker" ./worker
 go -C "$work/src" build -o "$work/bin/starter" ./starter
-echo "upgrade-check: $from's worker and starter built; rehearsing the upgrade to $(cat "$repo/VERSION")"
+echo "upgrade-check: $from's worker and starter built; rehearsing the upgrade to $to"
 cd "$repo"
+set +e
 RUNNERFLOW_UPGRADE_FROM="$work/bin" go test -tags upgradecheck -count=1 -timeout 30m -v -run TestUpgradeFromEarlierRelease ./integration/upgrade/ 2>&1 |
   grep --line-buffered -v '^[IEW][0-9]\{4\} ' # client-go's leader-election lines
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+set -e
+outcome=passed
+[ "$status" = 0 ] || outcome="FAILED (exit $status)"
+# The line a release's CHANGELOG section records.
+echo "upgrade-check: $from ($commit) to $to $outcome on $(date -u +%Y-%m-%d) in $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
+exit "$status"
