@@ -46,11 +46,12 @@ record-histories: tools
 	done
 	$(GO) test -count=1 -run 'TestReplaysRecordedHistories|TestEveryWorkflowTypeHasRecordedHistories' ./workflows/
 
-## upgrade-check: rehearse a deploy from an earlier release (FROM=<release>, e.g. v4): its worker and starter,
-## built from the repository's history, run a burst and a pool at rest; this tree's take over mid-burst.
-## Every job must run once and no history may meet a non-determinism error. Several minutes: not in make test.
+## upgrade-check: rehearse a deploy from an earlier release (FROM=<release>, e.g. v5): its worker and starter,
+## built from the commit CHANGELOG.md names for it, run a burst and a pool at rest; this tree's take over mid-burst.
+## Every job must run once and no history may meet a non-determinism error. Several minutes: not in make test;
+## a step of every release (CHANGELOG.md), whose section records the line it ends with.
 upgrade-check: tools
-	@test -n "$(FROM)" || { echo "usage: make upgrade-check FROM=<release, e.g. v4>" >&2; exit 2; }
+	@test -n "$(FROM)" || { echo "usage: make upgrade-check FROM=<release, e.g. v5>" >&2; exit 2; }
 	bash scripts/upgrade-check.sh $(FROM)
 
 ## fault-long: the API-server fault of integration/faults with a 10-minute pause instead of make test's 90 s.
