@@ -39,10 +39,12 @@
 //     message-queue token that expires (401; the client refreshes the session), creates a set's
 //     JIT runners (the same encoded form jit/connect decodes) and gets and removes runners (400
 //     JobStillRunning while busy). A queued job whose labels a set carries goes to the oldest such
-//     set and then only to that set's idle runners. With Config.ScaleSetJobOffers the service
-//     behaves as ARC v0.27.6's client expects instead (scalesetacquire.go): the set is offered
-//     the job (JobAvailable) and its runners take it only after the listener acquires it with the
-//     message-queue token (POST acquirejobs, then JobAssigned); that client sends its personal
+//     set and then only to that set's idle runners, as on github.com. A set may instead be
+//     offered its jobs, as on GitHub Enterprise Server and as ARC v0.27.6's client expects
+//     (scalesetacquire.go): the set is offered the job (JobAvailable) and its runners take it
+//     only after the listener acquires it with the message-queue token (POST acquirejobs, then
+//     JobAssigned). Config.ScaleSetJobOffers does so for every set; Config.ScaleSetJobOffersFor
+//     chooses per set or per scope, so one world serves both. ARC v0.27.6 sends its personal
 //     token with Basic authentication, which the REST API accepts. Its calls are counted apart
 //     (ActionsServiceCalls) and spend no REST budget. GitHub publishes no limits for the service:
 //     Config.ActionsServiceCallsPerMinute (off by default) is an assumed throttle, 429 with

@@ -68,8 +68,8 @@ type job struct {
 	headSHA string
 	// scaleSetID is the scale set the job was assigned to; only that set's runners take it.
 	scaleSetID int64
-	// offered marks a job its set was offered but has not acquired (Config.ScaleSetJobOffers):
-	// no runner takes it yet.
+	// offered marks a job its set was offered but has not acquired (a set that is offered its
+	// jobs, Config.ScaleSetJobOffers): no runner takes it yet.
 	offered bool
 }
 

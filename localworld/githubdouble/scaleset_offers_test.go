@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -158,5 +159,55 @@ func TestScaleSetOfferedJobRunsOnlyOnceAcquired(t *testing.T) {
 	}
 	if got := acquireNow(t, w.Server, runner); got == nil || got.ID != j.ID {
 		t.Fatalf("the set's runner got %+v after acquisition, want job %d", got, j.ID)
+	}
+}
+
+// TestScaleSetOffersChosenPerSet: one world serves a GHES-like set, offered its jobs, beside a
+// github.com-like set, assigned its own, both driven by the official client as runnerflow
+// drives it: the offering set's listener hears JobAvailable, acquires the job with its session
+// and then hears JobAssigned; the other hears JobAssigned at once.
+func TestScaleSetOffersChosenPerSet(t *testing.T) {
+	w := scaleSetWorld(t, Config{ScaleSetJobOffersFor: JobOffersFor(ScaleSetKey{Scope: OrgScope("acme"), Name: "GHES"})})
+	c, _ := w.scaleSetClient("acme")
+	ghes := createSet(t, c, "ghes", "ss-ghes")
+	dotcom := createSet(t, c, "dotcom", "ss-dotcom")
+	if sets := w.ScaleSets(); !sets[0].JobOffers || sets[1].JobOffers {
+		t.Fatalf("sets = %+v, want only ghes offered its jobs", sets)
+	}
+	offering, assigning := openSession(t, c, ghes.ID, "a"), openSession(t, c, dotcom.ID, "b")
+	offered, _ := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "ss-ghes"}})
+	assigned, _ := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "ss-dotcom"}})
+
+	msg := nextMessage(t, assigning, 0)
+	if ids, _, _ := jobIDs(msg); !slices.Equal(ids, []int64{assigned.ID}) || len(msg.JobAvailableMessages) != 0 {
+		t.Errorf("assigning set's message: assigned %v, available %d; want job %d assigned", ids, len(msg.JobAvailableMessages), assigned.ID)
+	}
+	msg = nextMessage(t, offering, 0)
+	if len(msg.JobAvailableMessages) != 1 || msg.JobAvailableMessages[0].RunnerRequestID != offered.ID || len(msg.JobAssignedMessages) != 0 ||
+		msg.Statistics.TotalAvailableJobs != 1 || msg.Statistics.TotalAssignedJobs != 0 {
+		t.Fatalf("offering set's message = %+v (statistics %+v), want job %d available, none assigned", msg, msg.Statistics, offered.ID)
+	}
+	ack(t, offering, msg)
+	got, err := offering.AcquireJobs(t.Context(), []int64{offered.ID})
+	if err != nil || !slices.Equal(got, []int64{offered.ID}) {
+		t.Fatalf("AcquireJobs = %v, %v; want [%d]", got, err, offered.ID)
+	}
+	msg = nextMessage(t, offering, msg.MessageID)
+	if ids, _, _ := jobIDs(msg); !slices.Equal(ids, []int64{offered.ID}) || msg.Statistics.TotalAssignedJobs != 1 {
+		t.Errorf("after acquisition: assigned %v, statistics %+v; want job %d assigned", ids, msg.Statistics, offered.ID)
+	}
+}
+
+func TestScaleSetOffersChosenPerScope(t *testing.T) {
+	w := scaleSetWorld(t, Config{ScaleSetJobOffersFor: JobOffersFor(ScaleSetKey{Scope: OrgScope("solo")})})
+	solo, _ := w.scaleSetClient("solo")
+	acme, _ := w.scaleSetClient("acme")
+	createSet(t, solo, "one")
+	createSet(t, solo, "two")
+	createSet(t, acme, "three")
+	for _, set := range w.ScaleSets() {
+		if want := set.Scope == OrgScope("solo"); set.JobOffers != want {
+			t.Errorf("set %s of %s offered its jobs: %v, want %v", set.Name, set.Scope, set.JobOffers, want)
+		}
 	}
 }

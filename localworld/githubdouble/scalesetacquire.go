@@ -7,10 +7,12 @@ import (
 	"strings"
 )
 
-// Job acquisition, the Actions service's flow for ARC v0.27.6's listener (Config.ScaleSetJobOffers):
-// the listener acquires the jobs it was offered with its message-queue token, and each job it
-// gets is assigned to its set and announced as JobAssigned. A job already acquired, finished,
-// cancelled or not offered to the set is left out of the answer, not refused.
+// Job acquisition, the Actions service's flow on GitHub Enterprise Server (actions/scaleset #75)
+// and for ARC v0.27.6's listener, in a set that is offered its jobs (Config.ScaleSetJobOffers,
+// Config.ScaleSetJobOffersFor): the listener acquires the jobs it was offered with its
+// message-queue token, and each job it gets is assigned to its set and announced as
+// JobAssigned. A job already acquired, finished, cancelled or not offered to the set is left
+// out of the answer, not refused.
 
 func (s *Server) registerJobAcquisition(mux *http.ServeMux) {
 	s.handleQueue(mux, "POST "+scaleSetsRoute+"/{scale_set_id}/acquirejobs", s.queueAcquireJobs)

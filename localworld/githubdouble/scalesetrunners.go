@@ -37,8 +37,8 @@ type ScaleSetStatistics struct {
 
 // statistics counts a set's jobs and runners. Assigned jobs are those waiting for one of its
 // runners plus those running. Without job offers a waiting job also counts as available and a
-// runner acquires a job as it starts it; with offers, available jobs are the offered ones and
-// acquired the assigned ones. Callers hold s.mu.
+// runner acquires a job as it starts it; in a set offered its jobs, available jobs are the
+// offered ones and acquired the assigned ones. Callers hold s.mu.
 func (s *Server) statistics(ss *scaleSet) ScaleSetStatistics {
 	var st ScaleSetStatistics
 	offered, waiting := 0, 0
@@ -55,7 +55,7 @@ func (s *Server) statistics(ss *scaleSet) ScaleSetStatistics {
 	}
 	st.TotalAssignedJobs = waiting + st.TotalRunningJobs
 	st.TotalAvailableJobs, st.TotalAcquiredJobs = waiting, st.TotalRunningJobs
-	if s.cfg.ScaleSetJobOffers {
+	if ss.offers {
 		st.TotalAvailableJobs, st.TotalAcquiredJobs = offered, st.TotalAssignedJobs
 	}
 	for _, rn := range s.st.runners {
@@ -89,7 +89,7 @@ func (s *Server) routeToScaleSet(j *job) {
 		}
 		j.scaleSetID = ss.id
 		ss.jobs[j.ID] = true
-		if s.cfg.ScaleSetJobOffers {
+		if ss.offers {
 			j.offered = true
 			s.pushJobMessage(ss, jobAvailable, j, nil)
 			return

@@ -25,6 +25,9 @@ type scaleSet struct {
 	queue         messageQueue
 	jobs          map[int64]bool // ids of its queued and running jobs
 	maxCapacity   int            // the last X-ScaleSetMaxCapacity its listener sent
+	// offers: the set is offered its jobs and acquires them (GHES), rather than being assigned
+	// them (github.com). Chosen when it is created, as a set lives on one installation.
+	offers bool
 }
 
 // labelNames are the labels jobs are matched against.
@@ -70,6 +73,9 @@ type ScaleSet struct {
 	SessionID, SessionOwner string
 	// MaxCapacity is the last capacity its listener reported when polling.
 	MaxCapacity int
+	// JobOffers: the set is offered its jobs and acquires them (Config.ScaleSetJobOffers,
+	// Config.ScaleSetJobOffersFor) rather than being assigned them.
+	JobOffers bool
 	// Statistics are what the service would tell its listener now.
 	Statistics ScaleSetStatistics
 }
@@ -147,12 +153,20 @@ func (s *Server) svcCreateScaleSet(_ *http.Request, scope Scope, body []byte) (i
 	ss := &scaleSet{
 		id: s.st.next("scaleset"), name: in.Name, scope: scope, group: group,
 		labels: scaleSetLabels(in), disableUpdate: in.RunnerSetting.DisableUpdate,
-		created: s.now(), jobs: map[int64]bool{},
+		created: s.now(), jobs: map[int64]bool{}, offers: s.offersJobs(scope, in.Name),
 	}
 	s.st.scaleSets[ss.id] = ss
 	s.log.Debug("scale set created", "scaleSet", ss.name, "scope", scope.String())
 	s.routeQueuedToScaleSets()
 	return http.StatusOK, s.renderScaleSet(ss), nil
+}
+
+// offersJobs reports whether a new set of that scope and name is offered its jobs.
+func (s *Server) offersJobs(scope Scope, name string) bool {
+	if s.cfg.ScaleSetJobOffers {
+		return true
+	}
+	return s.cfg.ScaleSetJobOffersFor != nil && s.cfg.ScaleSetJobOffersFor(ScaleSetKey{Scope: scope, Name: name})
 }
 
 // scaleSetLabels are a set's labels: those sent, or its name when none were.
@@ -289,7 +303,7 @@ func (s *Server) ScaleSets() []ScaleSet {
 	for _, ss := range s.st.scaleSets {
 		snap := ScaleSet{
 			ID: ss.id, Name: ss.name, Scope: ss.scope, RunnerGroupID: ss.group.id, RunnerGroupName: ss.group.name,
-			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, Statistics: s.statistics(ss),
+			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, JobOffers: ss.offers, Statistics: s.statistics(ss),
 		}
 		if ss.session != nil {
 			snap.SessionID, snap.SessionOwner = ss.session.id, ss.session.owner

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,11 +72,34 @@ type Config struct {
 	// Retry-After. 0 means no throttle. GitHub publishes no limits for the Actions service; this
 	// is an assumption to test a client's back-off, off by default.
 	ActionsServiceCallsPerMinute int
-	// ScaleSetJobOffers serves scale sets as the Actions service did for ARC v0.27.6's client:
-	// a set is offered a job (JobAvailable) and holds it only once its listener acquires it
-	// (POST acquirejobs), which assigns it (JobAssigned). Off, a set is assigned its jobs at
-	// once, as github.com/actions/scaleset v0.2.0 expects. One world serves one of the two.
+	// ScaleSetJobOffers serves every scale set of the world as GitHub Enterprise Server does
+	// (actions/scaleset #75) and as ARC v0.27.6's client expects: a set is offered a job
+	// (JobAvailable) and holds it only once its listener acquires it (POST acquirejobs), which
+	// assigns it (JobAssigned). Off, a set is assigned its jobs at once, as on github.com,
+	// unless ScaleSetJobOffersFor chooses otherwise for it.
 	ScaleSetJobOffers bool
+	// ScaleSetJobOffersFor, when ScaleSetJobOffers is off, chooses the offering flow per set, so
+	// one world runs a GHES-like set beside a github.com-like one: it is asked once, when the set
+	// is created, and a set it answers true for is offered its jobs. JobOffersFor builds one
+	// from scopes and set names; nil offers to no set.
+	ScaleSetJobOffersFor func(ScaleSetKey) bool
+}
+
+// ScaleSetKey names a scale set for Config.ScaleSetJobOffersFor: its scope and its name.
+type ScaleSetKey struct {
+	Scope Scope
+	Name  string
+}
+
+// JobOffersFor is a Config.ScaleSetJobOffersFor that offers jobs to the sets the keys name: a
+// key with a name matches the set of that name in its scope (case-insensitively, as the service
+// compares names); a key without one matches every set of its scope.
+func JobOffersFor(keys ...ScaleSetKey) func(ScaleSetKey) bool {
+	return func(set ScaleSetKey) bool {
+		return slices.ContainsFunc(keys, func(k ScaleSetKey) bool {
+			return k.Scope.key() == set.Scope.key() && (k.Name == "" || strings.EqualFold(k.Name, set.Name))
+		})
+	}
 }
 
 // Server is a running GitHub double. All state sits behind one mutex; ids come from counters,
