@@ -69,4 +69,7 @@ var Changes = []Change{
 	{changeCompletedRunnerLeaves, PoolWorkflowType, "v6", "an ephemeral runner named by its job's completed event counts as leaving, not as staying or busy"},
 	{changeEndsCountedOnce, PoolWorkflowType, "v6", "a job whose runner ended before the pool learned it is counted over once, not again by its own event"},
 	{changeScaleSetRanUnseen, PoolWorkflowType, "v6", "a scale-set pool counts a runner that finished a job no message had named it at yet as that job done, for a bounded hold it wakes at"},
+	{changeScaleSetAcquireOffers, ScaleSetListenerWorkflowType, "v7", "a listener acquires the jobs its set is offered (GHES), as many as the set has room for"},
+	{changeScaleSetCapacityDrained, ScaleSetListenerWorkflowType, "v7", "a listener reads the pool's capacity signals once more before it continues as new"},
+	{changeScaleSetCloseTimedOut, ScaleSetListenerWorkflowType, "v7", "a listener closes a session whose poll timed out on a worker still serving it"},
 }

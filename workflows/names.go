@@ -59,6 +59,7 @@ const (
 	ActivityPollScaleSet          = "PollScaleSet"
 	ActivityDeleteScaleSetMessage = "DeleteScaleSetMessage"
 	ActivityCloseScaleSetSession  = "CloseScaleSetSession"
+	ActivityAcquireScaleSetJobs   = "AcquireScaleSetJobs"
 )
 
 // Workflow types, registered by these explicit names so renaming a Go function never breaks

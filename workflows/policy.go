@@ -725,6 +725,10 @@ var scaleSetNonRetryable = append(slices.Clone(retryNonRetryable), ErrSessionLos
 // of a finished job does not count it again; a burst's completions fit many times over.
 const ScaleSetCompletedKept = 1000
 
+// ScaleSetOffersKept: a listener keeps at most this many offered jobs it had no room to
+// acquire (about 10 bytes each in its state), more than any set's maximum should be.
+const ScaleSetOffersKept = 1000
+
 // ScaleSetFinishedHold: a runner that ended after a job no message had named it at yet counts
 // as that job done for at most this long. The message naming it comes within seconds (the
 // listener hands messages over as they come); the hold only bounds how long a message that

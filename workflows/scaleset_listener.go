@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -25,7 +26,22 @@ type ScaleSetListenerInput struct {
 type ScaleSetListenerState struct {
 	Session       *OpenScaleSetSessionOutput `json:"session,omitempty"`
 	LastMessageID int64                      `json:"lastMessageID,omitempty"`
+	// Offered are jobs the set was offered and had no room to acquire yet (sorted).
+	Offered []int64 `json:"offered,omitempty"`
 }
+
+// changeScaleSetAcquireOffers gates acquiring the jobs a set is offered (GHES's flow): before
+// it the listener handed offers over unacquired, and the service never assigned them.
+const changeScaleSetAcquireOffers = "scaleset-acquire-offers"
+
+// changeScaleSetCapacityDrained gates reading the pool's capacity signals once more before
+// continuing as new: before it a maximum sent during the last poll died with the run.
+const changeScaleSetCapacityDrained = "scaleset-capacity-drained"
+
+// changeScaleSetCloseTimedOut gates closing a session whose poll timed out on a worker that
+// still serves its queue: before it the session was dropped open, and the next one was
+// refused (409) until the service timed the old one out.
+const changeScaleSetCloseTimedOut = "scaleset-close-timed-out"
 
 // ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
 // (ApplyScaleSetMessage), so a message handed twice counts once.
@@ -91,13 +107,8 @@ type scaleSetListener struct {
 }
 
 func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
-	capacity := workflow.GetSignalChannel(l.ctx, SignalScaleSetCapacity)
 	for {
-		// The newest maximum the pool sent is reported with the next poll (and carried on).
-		var c ScaleSetCapacity
-		for capacity.ReceiveAsync(&c) {
-			l.in.MaxCapacity = c.MaxCapacity
-		}
+		l.readCapacity()
 		if err := l.ensureSession(); err != nil {
 			return l.result(), err
 		}
@@ -106,18 +117,79 @@ func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
 			return l.result(), err
 		}
 		if msg != nil {
+			l.acquireOffers(*msg)
+		}
+		if msg != nil && l.st.Session != nil {
 			if err := l.handOver(*msg); err != nil {
 				return l.result(), err
 			}
 			l.acknowledge(msg.ID)
 		}
 		if l.shouldContinueAsNew() {
-			next := l.in
-			st := l.st
-			next.State = &st
-			return l.result(), workflow.NewContinueAsNewError(l.ctx, ScaleSetListenerWorkflowType, next)
+			return l.result(), l.continueAsNew()
 		}
 	}
+}
+
+// readCapacity takes the newest maximum the pool sent, reported with the next poll and
+// carried across continue-as-new.
+func (l *scaleSetListener) readCapacity() {
+	capacity := workflow.GetSignalChannel(l.ctx, SignalScaleSetCapacity)
+	var c ScaleSetCapacity
+	for capacity.ReceiveAsync(&c) {
+		l.in.MaxCapacity = c.MaxCapacity
+	}
+}
+
+// continueAsNew carries the listener's place into a new run, with every capacity signal the
+// pool sent meanwhile read first: a signal left in the channel would die with this run, and
+// the pool, believing it delivered, would not send it again.
+func (l *scaleSetListener) continueAsNew() error {
+	if workflow.GetVersion(l.ctx, changeScaleSetCapacityDrained, workflow.DefaultVersion, 1) >= 1 {
+		l.readCapacity()
+	}
+	next := l.in
+	st := l.st
+	next.State = &st
+	return workflow.NewContinueAsNewError(l.ctx, ScaleSetListenerWorkflowType, next)
+}
+
+// acquireOffers acquires the jobs the set was offered, as many as it has room for (GHES offers
+// jobs and assigns them only once acquired; github.com assigns them outright, and its messages
+// hold no offers). The jobs acquired come back as assigned messages, which the pool counts;
+// offers left for lack of room, or because the acquisition failed, are tried with a later
+// message. A session lost meanwhile leaves the message unacknowledged: the next session gets
+// it again.
+func (l *scaleSetListener) acquireOffers(msg ScaleSetMessage) {
+	plan := PlanScaleSetAcquisition(l.st.Offered, msg, l.in.MaxCapacity)
+	if len(plan.Acquire) == 0 {
+		l.st.Offered = plan.Keep
+		return
+	}
+	if workflow.GetVersion(l.ctx, changeScaleSetAcquireOffers, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	opts := ScaleSetSessionCallPolicy
+	opts.TaskQueue = l.st.Session.TaskQueue
+	ctx := workflow.WithActivityOptions(l.ctx, opts)
+	var out AcquireScaleSetJobsOutput
+	err := workflow.ExecuteActivity(ctx, ActivityAcquireScaleSetJobs, AcquireScaleSetJobsInput{
+		Session: l.sessionRef(), RunnerRequestIDs: plan.Acquire,
+	}).Get(ctx, &out)
+	if err == nil {
+		l.st.Offered = plan.Keep
+		return
+	}
+	l.st.Offered = plan.Keep
+	for _, id := range plan.Acquire {
+		l.st.Offered = insertSorted(l.st.Offered, id)
+	}
+	if sessionLost(err) {
+		l.st.Session = nil
+		return
+	}
+	workflow.GetLogger(l.ctx).Warn("Offered scale-set jobs not acquired; tried again with the next message",
+		"pool", l.in.Pool, "jobs", len(plan.Acquire), "error", err)
 }
 
 func (l *scaleSetListener) result() ScaleSetListenerResult {
@@ -162,6 +234,11 @@ func (l *scaleSetListener) poll() (*ScaleSetMessage, error) {
 		return out.Message, nil
 	case isType(err, ErrScaleSetGone):
 		return nil, err
+	case timedOutOnLiveWorker(err) &&
+		workflow.GetVersion(l.ctx, changeScaleSetCloseTimedOut, workflow.DefaultVersion, 1) >= 1:
+		// The worker still serves the session's queue (the poll started, then stalled): close
+		// the session there, so the next one is not refused while the service keeps it.
+		l.abandonSession()
 	case !sessionLost(err):
 		// The service kept failing past the poll's retries: start again with a new session
 		// (opening one backs off under its own policy) rather than end the listener.
@@ -170,6 +247,14 @@ func (l *scaleSetListener) poll() (*ScaleSetMessage, error) {
 	}
 	l.st.Session = nil
 	return nil, nil
+}
+
+// timedOutOnLiveWorker: the poll started on the session's worker and then timed out (no
+// heartbeat, or past its start-to-close), rather than finding no worker at all
+// (schedule-to-start), whose session is beyond reach.
+func timedOutOnLiveWorker(err error) bool {
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout) && timeout.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
 
 // abandonSession closes a session the listener gives up on while its worker may still hold

@@ -3,9 +3,12 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -20,7 +23,9 @@ type listenerWorld struct {
 	env    *testsuite.TestWorkflowEnvironment
 	ended  []ScaleSetListenerEnded
 	polls  []func() (PollScaleSetOutput, error)
-	calls  []string
+	// acquire answers an acquisition; nil acquires every job asked.
+	acquire func(AcquireScaleSetJobsInput) (AcquireScaleSetJobsOutput, error)
+	calls   []string
 	opened int
 	seen   []PollScaleSetInput
 	queues []string
@@ -54,6 +59,13 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 		w.calls = append(w.calls, "close "+in.Session.SessionID)
 		return nil
 	}, activity.RegisterOptions{Name: ActivityCloseScaleSetSession})
+	w.env.RegisterActivityWithOptions(func(_ context.Context, in AcquireScaleSetJobsInput) (AcquireScaleSetJobsOutput, error) {
+		w.calls = append(w.calls, fmt.Sprintf("acquire %v", in.RunnerRequestIDs))
+		if w.acquire != nil {
+			return w.acquire(in)
+		}
+		return AcquireScaleSetJobsOutput{Acquired: in.RunnerRequestIDs}, nil
+	}, activity.RegisterOptions{Name: ActivityAcquireScaleSetJobs})
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			w.calls = append(w.calls, "hand over")
@@ -174,5 +186,98 @@ func TestScaleSetListenerEndsWhenTheSetIsGone(t *testing.T) {
 	}
 	if len(w.ended) != 1 || !w.ended[0].Gone || w.ended[0].ScaleSetID != 5 {
 		t.Errorf("the pool was told %+v, want one end of set 5, gone", w.ended)
+	}
+}
+
+func offers(id int64, assigned int, jobs ...int64) func() (PollScaleSetOutput, error) {
+	return func() (PollScaleSetOutput, error) {
+		return PollScaleSetOutput{Message: &ScaleSetMessage{ID: id, Jobs: offered(jobs...), Statistics: ScaleSetStatistics{AssignedJobs: assigned}}}, nil
+	}
+}
+
+// TestScaleSetListenerAcquiresOffersItHasRoomFor: offered jobs are acquired on the session's
+// worker before the message is handed over, no more than the set's maximum allows; the rest
+// wait for a message that shows room.
+func TestScaleSetListenerAcquiresOffersItHasRoomFor(t *testing.T) {
+	w := newListenerWorld(t)
+	// The maximum is 10: 8 jobs held leave room for two of the three offers.
+	w.polls = []func() (PollScaleSetOutput, error){offers(1, 8, 3, 1, 2), offers(2, 9)}
+	st := w.run(ScaleSetListenerInput{}, 2)
+	want := []string{"open", "poll", "acquire [1 2]", "hand over", "delete s1", "poll", "acquire [3]", "hand over", "delete s1"}
+	if !slices.Equal(w.calls, want) {
+		t.Errorf("calls = %v, want %v", w.calls, want)
+	}
+	if len(st.Offered) != 0 {
+		t.Errorf("offers kept = %v, want none", st.Offered)
+	}
+}
+
+// TestScaleSetListenerKeepsOffersItFailedToAcquire: an acquisition that fails keeps its
+// offers for the next message, and a session lost meanwhile leaves the message unacknowledged
+// for the next session.
+func TestScaleSetListenerKeepsOffersItFailedToAcquire(t *testing.T) {
+	w := newListenerWorld(t)
+	w.acquire = func(AcquireScaleSetJobsInput) (AcquireScaleSetJobsOutput, error) {
+		w.acquire = nil
+		return AcquireScaleSetJobsOutput{}, temporal.NewNonRetryableApplicationError("session gone", ErrSessionLost, nil)
+	}
+	w.polls = []func() (PollScaleSetOutput, error){offers(1, 0, 7), offers(1, 0, 7)}
+	st := w.run(ScaleSetListenerInput{}, 2)
+	want := []string{"open", "poll", "acquire [7]", "open", "poll", "acquire [7]", "hand over", "delete s2"}
+	if !slices.Equal(w.calls, want) {
+		t.Errorf("calls = %v, want %v", w.calls, want)
+	}
+	if len(st.Offered) != 0 || st.LastMessageID != 1 {
+		t.Errorf("state = %+v, want the offer acquired and message 1 handed over", st)
+	}
+}
+
+// TestScaleSetListenerReadsCapacityBeforeContinuingAsNew: a maximum the pool sends during
+// the run's last poll is carried into the next run, not lost with this one.
+func TestScaleSetListenerReadsCapacityBeforeContinuingAsNew(t *testing.T) {
+	w := newListenerWorld(t)
+	w.polls = []func() (PollScaleSetOutput, error){func() (PollScaleSetOutput, error) {
+		w.env.SignalWorkflow(SignalScaleSetCapacity, ScaleSetCapacity{MaxCapacity: 3})
+		return PollScaleSetOutput{}, nil
+	}}
+	in := ScaleSetListenerInput{Pool: "ss", ScaleSetID: 5, MaxCapacity: 10, ContinueAsNewAfter: 1, Scope: Scope{Organization: "acme"}}
+	w.env.ExecuteWorkflow(ScaleSetListenerWorkflowType, in)
+	var can *workflow.ContinueAsNewError
+	if err := w.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the listener ended with %v, want it to continue as new", err)
+	}
+	var next ScaleSetListenerInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.MaxCapacity != 3 {
+		t.Errorf("the next run reports a maximum of %d, want the 3 sent during the last poll", next.MaxCapacity)
+	}
+}
+
+// TestScaleSetListenerClosesASessionWhosePollTimedOut: a poll that started and then timed
+// out leaves a session its worker may still hold: the listener closes it there before
+// opening another. One that found no worker (schedule-to-start) has no one to close it.
+func TestScaleSetListenerClosesASessionWhosePollTimedOut(t *testing.T) {
+	for _, tt := range []struct {
+		timeout enumspb.TimeoutType
+		want    []string
+	}{
+		{enumspb.TIMEOUT_TYPE_HEARTBEAT, []string{"open", "poll", "close s1", "open", "poll"}},
+		{enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, []string{"open", "poll", "open", "poll"}},
+	} {
+		t.Run(tt.timeout.String(), func(t *testing.T) {
+			w := newListenerWorld(t)
+			// A timeout is retried by the poll's policy: every attempt times out.
+			for range ScaleSetPollPolicy.RetryPolicy.MaximumAttempts {
+				w.polls = append(w.polls, failing(temporal.NewTimeoutError(tt.timeout, nil)))
+			}
+			w.run(ScaleSetListenerInput{}, 2)
+			got := slices.DeleteFunc(slices.Clone(w.calls), func(c string) bool { return c == "poll" })
+			want := slices.DeleteFunc(slices.Clone(tt.want), func(c string) bool { return c == "poll" })
+			if !slices.Equal(got, want) {
+				t.Errorf("calls = %v, want %v", w.calls, tt.want)
+			}
+		})
 	}
 }

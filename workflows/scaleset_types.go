@@ -137,8 +137,10 @@ type ScaleSetMessage struct {
 	Jobs       []ScaleSetJobEvent `json:"jobs,omitempty"`
 }
 
-// Scale-set job events.
+// Scale-set job events. An available job is one the service offers the set (GHES's flow) and
+// assigns only once the listener acquires it; the ledger counts it from its assigned event.
 const (
+	ScaleSetJobAvailable = "available"
 	ScaleSetJobAssigned  = "assigned"
 	ScaleSetJobStarted   = "started"
 	ScaleSetJobCompleted = "completed"
@@ -161,6 +163,18 @@ type ScaleSetJobEvent struct {
 type DeleteScaleSetMessageInput struct {
 	Session   ScaleSetSessionRef `json:"session"`
 	MessageID int64              `json:"messageID"`
+}
+
+// AcquireScaleSetJobsInput acquires jobs the service offered the set, through the session.
+type AcquireScaleSetJobsInput struct {
+	Session          ScaleSetSessionRef `json:"session"`
+	RunnerRequestIDs []int64            `json:"runnerRequestIDs"`
+}
+
+// AcquireScaleSetJobsOutput lists the jobs the set now holds; the others were taken by another
+// listener, finished, or withdrawn, and are no longer the set's to acquire.
+type AcquireScaleSetJobsOutput struct {
+	Acquired []int64 `json:"acquired,omitempty"`
 }
 
 // CloseScaleSetSessionInput ends a session.
