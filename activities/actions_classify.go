@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/actions/scaleset"
@@ -31,6 +32,9 @@ var (
 	callSessionQueue   = actionsCall{what: "message session", on404: workflows.ErrSessionLost, on409: workflows.ErrTransient}
 )
 
+// sessionExpiredException is the exception the service names when a call's session expired.
+const sessionExpiredException = "RunnerScaleSetSessionExpiredException"
+
 // classifyActionsError is the one place Actions service errors become Temporal application
 // errors. The status comes from the call's recorded answer (a: withAnswer); the client's
 // sentinel errors name a busy, missing or existing runner. The message keeps the client's text
@@ -53,6 +57,11 @@ func classifyActionsError(call actionsCall, err error, a *answer) error {
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	case errors.Is(err, scaleset.RunnerNotFoundError):
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrNotFound, nil)
+	case status == http.StatusBadRequest && call.on404 == workflows.ErrSessionLost &&
+		strings.Contains(err.Error(), sessionExpiredException):
+		// The service answers a call on a session it timed out with 400 and this exception
+		// (the client exposes no sentinel for it): the session is gone, as with a 404.
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrSessionLost, nil)
 	}
 	return classifyActionsStatus(call, msg, status, retryAfterDelay)
 }

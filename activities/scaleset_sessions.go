@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/actions/scaleset"
@@ -23,6 +24,8 @@ import (
 type ScaleSetSessions struct {
 	mu       sync.Mutex
 	sessions map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient
+	// stopping: the worker is shutting down and opens no session it could not serve.
+	stopping bool
 }
 
 // NewScaleSetSessions returns an empty registry.
@@ -40,10 +43,53 @@ func (s *ScaleSetSessions) get(ref workflows.ScaleSetSessionRef) (*scaleset.Mess
 		"message session %s of scale set %d is not held by this worker", ref.SessionID, ref.ScaleSetID), workflows.ErrSessionLost, nil)
 }
 
-func (s *ScaleSetSessions) put(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) {
+// put keeps a session this worker opened; a worker that began stopping meanwhile keeps none
+// and answers false (the caller closes the session).
+func (s *ScaleSetSessions) put(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
 	s.sessions[ref] = sc
+	return true
+}
+
+func (s *ScaleSetSessions) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
+
+// StopOpening makes this worker refuse to open sessions (another worker opens them) from now
+// on: called when the worker begins to stop, before its task queues close.
+func (s *ScaleSetSessions) StopOpening() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+}
+
+// CloseAll ends every session this worker still holds at the service, so the listeners'
+// next sessions, opened on the workers that remain, are not refused (409) for the minutes
+// the service would keep an abandoned one. Called once the worker's task queues are closed;
+// a session whose close fails is left to the service. It answers how many it closed.
+func (s *ScaleSetSessions) CloseAll(ctx context.Context) int {
+	s.mu.Lock()
+	s.stopping = true
+	held := s.sessions
+	s.sessions = map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient{}
+	s.mu.Unlock()
+	var closed atomic.Int64
+	var wg sync.WaitGroup
+	for _, sc := range held {
+		wg.Go(func() {
+			if sc.Close(ctx) == nil {
+				closed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(closed.Load())
 }
 
 func (s *ScaleSetSessions) drop(ref workflows.ScaleSetSessionRef) {
@@ -57,12 +103,30 @@ func (a *ScaleSetActivities) RegisterListener(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.PollScaleSet, activity.RegisterOptions{Name: workflows.ActivityPollScaleSet})
 	r.RegisterActivityWithOptions(a.DeleteScaleSetMessage, activity.RegisterOptions{Name: workflows.ActivityDeleteScaleSetMessage})
 	r.RegisterActivityWithOptions(a.CloseScaleSetSession, activity.RegisterOptions{Name: workflows.ActivityCloseScaleSetSession})
+	r.RegisterActivityWithOptions(a.AcquireScaleSetJobs, activity.RegisterOptions{Name: workflows.ActivityAcquireScaleSetJobs})
+}
+
+// errWorkerStopping: this worker is shutting down; the session's listener opens its next
+// session on another worker. Benign: a deploy is not an error.
+func errWorkerStopping(what string) error {
+	return temporal.NewApplicationErrorWithOptions(what+": this worker is stopping", workflows.ErrSessionLost,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
+}
+
+// errOpenOnStoppingWorker refuses to open a session on a worker that is stopping: the open is
+// retried and taken by a worker that stays.
+func errOpenOnStoppingWorker() error {
+	return temporal.NewApplicationErrorWithOptions("open message session: this worker is stopping", workflows.ErrTransient,
+		temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // OpenScaleSetSession opens the set's message session in this worker and names this worker's
 // listener queue, where the session's other activities must go. A set another session holds
 // answers SessionConflict (retried at the policy's pace).
 func (a *ScaleSetActivities) OpenScaleSetSession(ctx context.Context, in workflows.OpenScaleSetSessionInput) (workflows.OpenScaleSetSessionOutput, error) {
+	if a.Sessions.isStopping() {
+		return workflows.OpenScaleSetSessionOutput{}, errOpenOnStoppingWorker()
+	}
 	ctx, ans, c, err := a.client(ctx, in.Scope)
 	if err != nil {
 		return workflows.OpenScaleSetSessionOutput{}, err
@@ -73,7 +137,10 @@ func (a *ScaleSetActivities) OpenScaleSetSession(ctx context.Context, in workflo
 	}
 	sess := sc.Session()
 	ref := workflows.ScaleSetSessionRef{ScaleSetID: in.ScaleSetID, SessionID: sess.SessionID.String()}
-	a.Sessions.put(ref, sc)
+	if !a.Sessions.put(ref, sc) {
+		_ = sc.Close(ctx) // opened as the worker began stopping: nobody here would poll it
+		return workflows.OpenScaleSetSessionOutput{}, errOpenOnStoppingWorker()
+	}
 	return workflows.OpenScaleSetSessionOutput{SessionID: ref.SessionID, TaskQueue: a.ListenerQueue, Statistics: statisticsOf(sess.Statistics)}, nil
 }
 
@@ -91,14 +158,29 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 		err error
 	}
 	done := make(chan result, 1)
+	pollCtx, cancelPoll := context.WithCancel(ctx)
+	defer cancelPoll()
 	go func() {
-		msg, err := sc.GetMessage(ctx, int(in.LastMessageID), in.MaxCapacity)
+		msg, err := sc.GetMessage(pollCtx, int(in.LastMessageID), in.MaxCapacity)
 		done <- result{msg, err}
 	}()
 	tick := time.NewTicker(workflows.ScaleSetPollHeartbeat)
 	defer tick.Stop()
+	var stopping <-chan struct{}
+	if activity.IsActivity(ctx) {
+		stopping = activity.GetWorkerStopChannel(ctx)
+	}
 	for {
 		select {
+		case <-stopping:
+			// A deploy: end the session here and now, so the listener's next one, opened on
+			// a worker that stays, is served at once instead of refused for minutes. The
+			// client holds the session during a poll: the poll ends first. A message it
+			// got meanwhile is not lost: the next session gets every unacknowledged one.
+			cancelPoll()
+			<-done
+			a.closeOnStop(in.Session, sc)
+			return workflows.PollScaleSetOutput{}, errWorkerStopping("poll")
 		case r := <-done:
 			if r.err != nil {
 				err := classifyActionsError(callSessionQueue, r.err, ans)
@@ -114,6 +196,39 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 			}
 		}
 	}
+}
+
+// closeOnStop closes a polled session as its worker stops. The poll's own context ends with
+// the worker, so the close has a short one of its own.
+func (a *ScaleSetActivities) closeOnStop(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) {
+	a.Sessions.drop(ref)
+	ctx, cancel := context.WithTimeout(context.Background(), ScaleSetSessionCloseTimeout)
+	defer cancel()
+	_ = sc.Close(ctx) // a close that fails leaves the session to the service's timeout
+}
+
+// ScaleSetSessionCloseTimeout bounds closing a session while a worker stops: a few of the
+// service's round trips, well inside the worker's stop timeout.
+const ScaleSetSessionCloseTimeout = 5 * time.Second
+
+// AcquireScaleSetJobs acquires jobs the set was offered (GHES's flow) and answers those the
+// set now holds. Acquiring a job the set holds already, or one another listener took, is
+// harmless: the service answers only what this call acquired.
+func (a *ScaleSetActivities) AcquireScaleSetJobs(ctx context.Context, in workflows.AcquireScaleSetJobsInput) (workflows.AcquireScaleSetJobsOutput, error) {
+	sc, err := a.Sessions.get(in.Session)
+	if err != nil {
+		return workflows.AcquireScaleSetJobsOutput{}, err
+	}
+	ctx, ans := withAnswer(ctx)
+	ids, err := sc.AcquireJobs(ctx, in.RunnerRequestIDs)
+	if err != nil {
+		err = classifyActionsError(callSessionQueue, err, ans)
+		if isErrType(err, workflows.ErrSessionLost) {
+			a.Sessions.drop(in.Session)
+		}
+		return workflows.AcquireScaleSetJobsOutput{}, err
+	}
+	return workflows.AcquireScaleSetJobsOutput{Acquired: ids}, nil
 }
 
 // DeleteScaleSetMessage acknowledges a message the pool now holds. A message the service no
@@ -169,6 +284,9 @@ func messageOf(m *scaleset.RunnerScaleSetMessage) *workflows.ScaleSetMessage {
 			Event: kind, RunnerRequestID: b.RunnerRequestID, JobID: b.JobID,
 			Repository: b.OwnerName + "/" + b.RepositoryName, Labels: b.RequestLabels,
 		}
+	}
+	for _, j := range m.JobAvailableMessages {
+		out.Jobs = append(out.Jobs, event(workflows.ScaleSetJobAvailable, j.JobMessageBase))
 	}
 	for _, j := range m.JobAssignedMessages {
 		out.Jobs = append(out.Jobs, event(workflows.ScaleSetJobAssigned, j.JobMessageBase))

@@ -3,6 +3,10 @@ package activities
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -87,4 +91,81 @@ func (e *scaleSetEnv) pollMessage(in workflows.PollScaleSetInput) *workflows.Sca
 	}
 	e.t.Fatal("no message came")
 	return nil
+}
+
+// TestScaleSetOffersAreAcquiredOnce: on a service that offers jobs (GHES), a poll hands the
+// offer over as an available job, acquiring it makes it the set's (assigned), and acquiring
+// it again, as a second listener or a retry would, acquires nothing more.
+func TestScaleSetOffersAreAcquiredOnce(t *testing.T) {
+	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetJobOffers: true})
+	set := e.ensure("offers", "offers")
+	sess, err := e.ssa.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set.ScaleSetID, Owner: "pool/offers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := workflows.ScaleSetSessionRef{ScaleSetID: set.ScaleSetID, SessionID: sess.SessionID}
+	poll := workflows.PollScaleSetInput{Session: ref, MaxCapacity: 4}
+	job, _ := e.gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "offers"}})
+	offer := e.pollMessage(poll)
+	if len(offer.Jobs) != 1 || offer.Jobs[0].Event != workflows.ScaleSetJobAvailable || offer.Jobs[0].RunnerRequestID != job.ID {
+		t.Fatalf("message = %+v, want job %d offered", offer, job.ID)
+	}
+	if err := e.ssa.DeleteScaleSetMessage(e.ctx, workflows.DeleteScaleSetMessageInput{Session: ref, MessageID: offer.ID}); err != nil {
+		t.Fatal(err)
+	}
+	acquire := workflows.AcquireScaleSetJobsInput{Session: ref, RunnerRequestIDs: []int64{job.ID}}
+	if out, err := e.ssa.AcquireScaleSetJobs(e.ctx, acquire); err != nil || len(out.Acquired) != 1 || out.Acquired[0] != job.ID {
+		t.Fatalf("AcquireScaleSetJobs = %+v, %v; want job %d acquired", out, err, job.ID)
+	}
+	if out, err := e.ssa.AcquireScaleSetJobs(e.ctx, acquire); err != nil || len(out.Acquired) != 0 {
+		t.Errorf("acquiring again = %+v, %v; want nothing more acquired", out, err)
+	}
+	assigned := e.pollMessage(poll)
+	if len(assigned.Jobs) != 1 || assigned.Jobs[0].Event != workflows.ScaleSetJobAssigned || assigned.Statistics.AssignedJobs != 1 {
+		t.Errorf("message after acquiring = %+v, want the job assigned", assigned)
+	}
+}
+
+// TestStoppingWorkerClosesItsSessions: a worker that stops ends its polled session and then
+// every other one it holds, and opens none meanwhile, so the worker that takes over opens the
+// sets' sessions at once instead of meeting a conflict until the service times them out.
+func TestStoppingWorkerClosesItsSessions(t *testing.T) {
+	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetPollWait: time.Minute})
+	polled, idle := e.ensure("polled", "polled"), e.ensure("idle", "idle")
+	open := func(a *ScaleSetActivities, set int64) (workflows.OpenScaleSetSessionOutput, error) {
+		return a.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set, Owner: "pool/x"})
+	}
+	sess, err := open(e.ssa, polled.ScaleSetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(e.ssa, idle.ScaleSetID); err != nil {
+		t.Fatal(err)
+	}
+
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(e.ssa.PollScaleSet, activity.RegisterOptions{Name: workflows.ActivityPollScaleSet})
+	stop := make(chan struct{})
+	env.SetWorkerStopChannel(stop)
+	e.ssa.Sessions.StopOpening()
+	if _, err := open(e.ssa, e.ensure("late", "late").ScaleSetID); errType(err) != workflows.ErrTransient {
+		t.Errorf("opening on a stopping worker: %v, want a retry elsewhere (Transient)", err)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	ref := workflows.ScaleSetSessionRef{ScaleSetID: polled.ScaleSetID, SessionID: sess.SessionID}
+	_, err = env.ExecuteActivity(workflows.ActivityPollScaleSet, workflows.PollScaleSetInput{Session: ref, MaxCapacity: 1})
+	if errType(err) != workflows.ErrSessionLost {
+		t.Fatalf("a poll as its worker stops: %v, want SessionLost for the listener to open anew", err)
+	}
+	if n := e.ssa.Sessions.CloseAll(e.ctx); n != 1 {
+		t.Errorf("CloseAll closed %d sessions, want the one not being polled", n)
+	}
+
+	next := &ScaleSetActivities{Clients: e.ssa.Clients, Kube: e.kube, Sessions: NewScaleSetSessions(), ListenerQueue: workflows.ScaleSetListenerTaskQueue("w2")}
+	for _, set := range []int64{polled.ScaleSetID, idle.ScaleSetID} {
+		if _, err := open(next, set); err != nil {
+			t.Errorf("the next worker opening set %d: %v, want its session at once", set, err)
+		}
+	}
 }

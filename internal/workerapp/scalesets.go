@@ -1,6 +1,7 @@
 package workerapp
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -41,7 +42,22 @@ func (a *App) scaleSetWorkers() ([]worker.Worker, error) {
 		DeploymentOptions: a.deploymentOptions(),
 	})
 	acts.RegisterListener(own)
+	a.scaleSetSessions = acts.Sessions
+	// Last in the list, so stopped first (stopWorkers).
 	return []worker.Worker{shared, own}, nil
+}
+
+// closeScaleSetSessions closes the sessions this worker still holds as it stops, within
+// activities.ScaleSetSessionCloseTimeout.
+func (a *App) closeScaleSetSessions() {
+	if a.scaleSetSessions == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), activities.ScaleSetSessionCloseTimeout)
+	defer cancel()
+	if n := a.scaleSetSessions.CloseAll(ctx); n > 0 {
+		a.log.Info("Scale-set sessions closed for the workers that stay", "sessions", n)
+	}
 }
 
 // scaleSetConfig is the scale-set clients' configuration: the worker's GitHub credential.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,6 +145,8 @@ type App struct {
 	warmNS string
 	// warmSecrets caches the warm namespace's Secrets for warm starts; nil when not kept apart.
 	warmSecrets *activities.WarmSecretCache
+	// scaleSetSessions are the message sessions this worker holds; nil when it serves no sets.
+	scaleSetSessions *activities.ScaleSetSessions
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -407,12 +410,23 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.obs.started.Store(false)
 	cancel()
-	for _, w := range a.workers {
-		w.Stop()
-	}
+	a.stopWorkers()
 	stopServing()
 	wg.Wait()
 	return err
+}
+
+// stopWorkers stops the workers, the scale-set listener queue first: its polls end by closing
+// their sessions, and the sessions left are closed once nothing here can use them, so the
+// workers that stay open the sets' next sessions at once (scalesets.go).
+func (a *App) stopWorkers() {
+	if a.scaleSetSessions != nil {
+		a.scaleSetSessions.StopOpening()
+	}
+	for _, w := range slices.Backward(a.workers) {
+		w.Stop()
+	}
+	a.closeScaleSetSessions()
 }
 
 // Deps returns the clients the App built, for tests and Register hooks.
