@@ -32,17 +32,31 @@ const (
 	defaultScaleSetPollWait = 50 * time.Second
 )
 
-// Exception type names of the Actions service's error bodies. The scale-set client matches
-// the first three by substring (RunnerExistsError, RunnerNotFoundError, JobStillRunningError).
+// Exception type names of the Actions service's error bodies, as the service spells them: the
+// type's full name, a comma, and its assembly. The scale-set client matches the runner
+// exceptions by substring (RunnerExistsError, RunnerNotFoundError, JobStillRunningError);
+// runnerflow and ARC go by status and those three.
 const (
-	excAgentExists       = "GitHub.DistributedTask.WebApi.TaskAgentExistsException"
-	excAgentNotFound     = "GitHub.DistributedTask.WebApi.TaskAgentNotFoundException"
-	excJobStillRunning   = "GitHub.DistributedTask.WebApi.TaskAgentJobStillRunningException"
-	excSessionConflict   = "GitHub.DistributedTask.WebApi.TaskAgentSessionConflictException"
-	excSessionNotFound   = "GitHub.DistributedTask.WebApi.TaskAgentSessionExpiredException"
-	excScaleSetNotFound  = "GitHub.DistributedTask.WebApi.RunnerScaleSetNotFoundException"
-	excScaleSetExists    = "GitHub.DistributedTask.WebApi.RunnerScaleSetExistsException"
-	excGroupNotFound     = "GitHub.DistributedTask.WebApi.RunnerGroupNotFoundException"
+	// Runner (agent) exceptions, named as the runner's own client declares them
+	// (actions/runner, src/Sdk/DTWebApi/WebApi/Exceptions.cs).
+	excAgentExists     = "GitHub.DistributedTask.WebApi.TaskAgentExistsException, GitHub.DistributedTask.WebApi"
+	excAgentNotFound   = "GitHub.DistributedTask.WebApi.TaskAgentNotFoundException, GitHub.DistributedTask.WebApi"
+	excJobStillRunning = "GitHub.DistributedTask.WebApi.TaskAgentJobStillRunningException, GitHub.DistributedTask.WebApi"
+	// Scale-set exceptions, as listeners log them: a second session is 409 "... already has an
+	// active session for owner ..." (actions/actions-runner-controller #3351, #4285); deleting a
+	// session the service no longer has is 400 "The session identifier ... is not valid." (#4285);
+	// a set it does not know is 404 "No runner scale set found with identifier ..." (#3935).
+	excSessionConflict  = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException, GitHub.Actions.Runtime.WebApi"
+	excSessionExpired   = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionExpiredException, GitHub.Actions.Runtime.WebApi"
+	excScaleSetNotFound = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetNotFoundException, GitHub.Actions.Runtime.WebApi"
+	// A set created under a name its group has is 400 "The runner scale set already exists in
+	// runner group ..." (macstadium/orka-github-actions-integration #63 quotes the answer).
+	excScaleSetExists = "GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException, GitHub.Actions.Runtime.WebApi"
+	// Refreshing a session the service no longer has is 404 RunnerAdminException (quoted in
+	// actions/scaleset #123 without its namespace; the namespace here is an assumption).
+	excSessionNotFound = "GitHub.Actions.Runtime.WebApi.RunnerAdminException, GitHub.Actions.Runtime.WebApi"
+	// Unquoted anywhere public: the runtime namespace by analogy with the sets' own.
+	excGroupNotFound     = "GitHub.Actions.Runtime.WebApi.RunnerGroupNotFoundException, GitHub.Actions.Runtime.WebApi"
 	excInvalidRequest    = "System.ArgumentException"
 	excUnauthorized      = "Microsoft.VisualStudio.Services.Common.VssUnauthorizedException"
 	excThrottled         = "Microsoft.VisualStudio.Services.WebApi.RequestThrottledException"

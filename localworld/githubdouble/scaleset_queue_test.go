@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,11 +20,12 @@ func TestScaleSetHasOneSessionAtATime(t *testing.T) {
 	if first.Session().Statistics == nil || first.Session().MessageQueueURL == "" {
 		t.Fatalf("session = %+v, want statistics and a message queue", first.Session())
 	}
-	if _, err := c.MessageSessionClient(t.Context(), set.ID, "listener-b"); err == nil {
+	_, err := c.MessageSessionClient(t.Context(), set.ID, "listener-b")
+	if err == nil {
 		t.Fatal("a second session was opened while the first is live")
 	}
-	if st, _ := log.last(); st != http.StatusConflict {
-		t.Errorf("second session answered %d, want 409", st)
+	if st, _ := log.last(); st != http.StatusConflict || !strings.Contains(err.Error(), "GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException") {
+		t.Errorf("second session answered %d (%v), want 409 RunnerScaleSetSessionConflictException", st, err)
 	}
 	if got := w.ScaleSets()[0].SessionOwner; got != "listener-a" {
 		t.Errorf("session owner = %q, want listener-a", got)
@@ -48,6 +50,16 @@ func TestScaleSetSessionNobodyPollsTimesOut(t *testing.T) {
 	}
 	if st, _ := log.last(); st != http.StatusNotFound {
 		t.Errorf("the stale refresh answered %d, want 404", st)
+	}
+	// Closing it is 400 with the expired-session exception, as the service answers ARC's
+	// listener; the successor's session is untouched.
+	err := stale.Close(t.Context())
+	if st, _ := log.last(); st != http.StatusBadRequest || err == nil ||
+		!strings.Contains(err.Error(), "GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionExpiredException") {
+		t.Errorf("closing the timed-out session answered %d (%v), want 400 RunnerScaleSetSessionExpiredException", st, err)
+	}
+	if got := w.ScaleSets()[0].SessionOwner; got != "successor" {
+		t.Errorf("session owner after the stale close = %q, want successor", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,8 +66,8 @@ func TestScaleSetCreateGetUpdateDelete(t *testing.T) {
 	}
 	if _, err := c.CreateRunnerScaleSet(t.Context(), &scaleset.RunnerScaleSet{Name: "GPU", RunnerGroupID: int(big)}); err == nil {
 		t.Error("a second set of the same name in the group was created")
-	} else if st, _ := log.last(); st != http.StatusConflict {
-		t.Errorf("second create answered %d, want 409", st)
+	} else if st, _ := log.last(); st != http.StatusBadRequest || !strings.Contains(err.Error(), "GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException") {
+		t.Errorf("second create answered %d (%v), want 400 RunnerScaleSetExistsException", st, err)
 	}
 
 	got, err := c.GetRunnerScaleSet(t.Context(), int(big), "gpu")
@@ -93,8 +94,8 @@ func TestScaleSetCreateGetUpdateDelete(t *testing.T) {
 	}
 	if _, err := c.GetRunnerScaleSetByID(t.Context(), set.ID); err == nil {
 		t.Error("GetRunnerScaleSetByID after delete succeeded")
-	} else if st, _ := log.last(); st != http.StatusNotFound {
-		t.Errorf("get after delete answered %d, want 404", st)
+	} else if st, _ := log.last(); st != http.StatusNotFound || !strings.Contains(err.Error(), "GitHub.Actions.Runtime.WebApi.RunnerScaleSetNotFoundException") {
+		t.Errorf("get after delete answered %d (%v), want 404 RunnerScaleSetNotFoundException", st, err)
 	}
 }
 

@@ -32,7 +32,9 @@ type acquirableJobJSON struct {
 	RequestLabels   []string `json:"requestLabels"`
 }
 
-// svcAcquirableJobs lists the set's offered jobs, oldest first.
+// svcAcquirableJobs lists the set's offered jobs, oldest first; with none it answers 204 and
+// no body, which ARC's own client reads as an empty list (github/actions/client.go,
+// GetAcquirableJobs).
 func (s *Server) svcAcquirableJobs(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,6 +54,9 @@ func (s *Server) svcAcquirableJobs(r *http.Request, scope Scope, _ []byte) (int,
 			MessageType:   jobAvailable, RunnerRequestID: j.ID, RepositoryName: m.RepositoryName, OwnerName: m.OwnerName,
 			JobWorkflowRef: m.JobWorkflowRef, EventName: m.EventName, RequestLabels: m.RequestLabels,
 		})
+	}
+	if len(out) == 0 {
+		return http.StatusNoContent, nil, nil
 	}
 	return serviceList(out)
 }

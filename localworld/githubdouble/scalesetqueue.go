@@ -139,24 +139,26 @@ func (s *Server) svcCreateSession(r *http.Request, scope Scope, body []byte) (in
 	return http.StatusOK, s.renderSession(ss), nil
 }
 
-// sessionOf resolves {session_id} to the set's live session; a session that ended or timed out
-// is not found (404), as a refresh of a lost session is on GitHub. Callers hold s.mu.
-func (s *Server) sessionOf(r *http.Request, scope Scope) (*scaleSet, *serviceError) {
+// sessionOf resolves {session_id} to the set's live session. A session that ended or timed out
+// is refused with unknown, the answer of the call at hand. Callers hold s.mu.
+func (s *Server) sessionOf(r *http.Request, scope Scope, unknown *serviceError) (*scaleSet, *serviceError) {
 	ss, serr := s.scaleSetIn(r, scope)
 	if serr != nil {
 		return nil, serr
 	}
 	if cur := s.liveSession(ss); cur == nil || cur.id != r.PathValue("session_id") {
-		return nil, svcErr(http.StatusNotFound, excSessionNotFound, "Session %s not found.", r.PathValue("session_id"))
+		return nil, unknown
 	}
 	return ss, nil
 }
 
-// svcRefreshSession issues the session a new message-queue token.
+// svcRefreshSession issues the session a new message-queue token. A session the service no
+// longer has is 404 (actions/scaleset #123, where the client gives up on it).
 func (s *Server) svcRefreshSession(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, serr := s.sessionOf(r, scope)
+	ss, serr := s.sessionOf(r, scope, svcErr(http.StatusNotFound, excSessionNotFound,
+		"The runner referenced session %s, which does not exist.", r.PathValue("session_id")))
 	if serr != nil {
 		return 0, nil, serr
 	}
@@ -164,10 +166,15 @@ func (s *Server) svcRefreshSession(r *http.Request, scope Scope, _ []byte) (int,
 	return http.StatusOK, s.renderSession(ss), nil
 }
 
+// svcDeleteSession ends the session; the set is free for another at once. A session the service
+// no longer has (ended, timed out, or never its) is 400 RunnerScaleSetSessionExpiredException,
+// as ARC's listener logs it when it closes a session on exit
+// (actions/actions-runner-controller #4285).
 func (s *Server) svcDeleteSession(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, serr := s.sessionOf(r, scope)
+	ss, serr := s.sessionOf(r, scope, svcErr(http.StatusBadRequest, excSessionExpired,
+		"The session identifier %s is not valid.", r.PathValue("session_id")))
 	if serr != nil {
 		return 0, nil, serr
 	}

@@ -113,7 +113,7 @@ func (s *Server) scaleSetIn(r *http.Request, scope Scope) (*scaleSet, *serviceEr
 	id, err := strconv.ParseInt(r.PathValue("scale_set_id"), 10, 64)
 	ss := s.st.scaleSets[id]
 	if err != nil || ss == nil || ss.scope.key() != scope.key() {
-		return nil, svcErr(http.StatusNotFound, excScaleSetNotFound, "Runner scale set %s not found.", r.PathValue("scale_set_id"))
+		return nil, svcErr(http.StatusNotFound, excScaleSetNotFound, "No runner scale set found with identifier %s.", r.PathValue("scale_set_id"))
 	}
 	return ss, nil
 }
@@ -147,8 +147,7 @@ func (s *Server) svcCreateScaleSet(_ *http.Request, scope Scope, body []byte) (i
 		return 0, nil, svcErr(http.StatusNotFound, excGroupNotFound, "Runner group %d not found.", in.RunnerGroupID)
 	}
 	if s.scaleSetByName(scope, group.id, in.Name) != nil {
-		return 0, nil, svcErr(http.StatusConflict, excScaleSetExists,
-			"A runner scale set named %s already exists in runner group %s.", in.Name, group.name)
+		return 0, nil, errScaleSetExists(group)
 	}
 	ss := &scaleSet{
 		id: s.st.next("scaleset"), name: in.Name, scope: scope, group: group,
@@ -167,6 +166,12 @@ func (s *Server) offersJobs(scope Scope, name string) bool {
 		return true
 	}
 	return s.cfg.ScaleSetJobOffersFor != nil && s.cfg.ScaleSetJobOffersFor(ScaleSetKey{Scope: scope, Name: name})
+}
+
+// errScaleSetExists refuses a name the group has as the service does: 400, not 409. A rename
+// onto a taken name is assumed to be refused alike.
+func errScaleSetExists(group runnerGroup) *serviceError {
+	return svcErr(http.StatusBadRequest, excScaleSetExists, "The runner scale set already exists in runner group %s.", group.name)
 }
 
 // scaleSetLabels are a set's labels: those sent, or its name when none were.
@@ -241,7 +246,7 @@ func (s *Server) svcUpdateScaleSet(r *http.Request, scope Scope, body []byte) (i
 	}
 	name := cmp.Or(strings.TrimSpace(in.Name), ss.name)
 	if other := s.scaleSetByName(scope, group.id, name); other != nil && other != ss {
-		return 0, nil, svcErr(http.StatusConflict, excScaleSetExists, "A runner scale set named %s already exists.", name)
+		return 0, nil, errScaleSetExists(group)
 	}
 	ss.name, ss.group, ss.disableUpdate = name, group, in.RunnerSetting.DisableUpdate
 	if len(in.Labels) > 0 {
