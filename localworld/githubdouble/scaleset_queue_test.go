@@ -104,7 +104,7 @@ func TestScaleSetMessagesAreRedeliveredUntilDeleted(t *testing.T) {
 	if s := msg.Statistics; s == nil || s.TotalAssignedJobs != 1 || s.TotalAvailableJobs != 1 {
 		t.Errorf("statistics = %+v, want one assigned, available job", s)
 	}
-	again := nextMessage(t, sc, msg.MessageID)
+	again := nextMessage(t, sc, 0)
 	if again.MessageID != msg.MessageID || len(again.JobAssignedMessages) != 1 {
 		t.Errorf("second poll = message %d, want %d again (not deleted)", again.MessageID, msg.MessageID)
 	}
@@ -295,5 +295,29 @@ func ack(t *testing.T, sc *scaleset.MessageSessionClient, msg *scaleset.RunnerSc
 	t.Helper()
 	if err := sc.DeleteMessage(context.WithoutCancel(t.Context()), msg.MessageID); err != nil {
 		t.Fatalf("DeleteMessage(%d): %v", msg.MessageID, err)
+	}
+}
+
+// TestScaleSetPollSkipsMessagesUpToLastMessageID: a poll naming the last message its listener
+// handled is not given that message again, deleted or not, nor any before it; newer ones come.
+func TestScaleSetPollSkipsMessagesUpToLastMessageID(t *testing.T) {
+	w := scaleSetWorld(t, Config{})
+	c, log := w.scaleSetClient("acme")
+	set := createSet(t, c, "cursor", "ss-cursor")
+	sc := openSession(t, c, set.ID, "listener")
+	first, _ := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"ss-cursor"}})
+	msg := nextMessage(t, sc, 0)
+	if m, err := sc.GetMessage(t.Context(), msg.MessageID, 5); err != nil || m != nil {
+		t.Fatalf("poll past the undeleted message %d = %+v, %v; want nothing (202)", msg.MessageID, m, err)
+	}
+	second, _ := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"ss-cursor"}})
+	next := nextMessage(t, sc, msg.MessageID)
+	if assigned, _, _ := jobIDs(next); next.MessageID <= msg.MessageID || !slices.Equal(assigned, []int64{second.ID}) {
+		t.Errorf("next message %d assigns %v, want a newer one assigning [%d] (not %d again)", next.MessageID, assigned, second.ID, first.ID)
+	}
+	if err := sc.DeleteMessage(t.Context(), msg.MessageID); err == nil {
+		t.Error("deleting the skipped message succeeded, want 404 (the service dropped it)")
+	} else if st, _ := log.last(); st != http.StatusNotFound {
+		t.Errorf("deleting the skipped message answered %d, want 404", st)
 	}
 }

@@ -12,8 +12,10 @@ import (
 // A scale set has at most one message session. Its listener polls the session's message
 // queue with the queue's own short-lived token and deletes each message it has handled; a
 // message not deleted is delivered again on every poll, so a listener that lost its place gets
-// the oldest unhandled message first. The queue belongs to the set, not the session: job
-// messages wait in it across sessions.
+// the oldest unhandled message first. A poll names the last message its listener handled
+// (lastMessageId), and the service does not deliver that one or any before it again, deleted or
+// not (the client README's "Message ID Tracking"). The queue belongs to the set, not the
+// session: job messages wait in it across sessions, and message ids rise across sessions.
 
 const (
 	// messageQueueTokenTTL is how long a message-queue token lives before polls answer 401 and
@@ -50,6 +52,12 @@ type messageQueue struct {
 type queuedMessage struct {
 	id   int64
 	jobs []jobMessageJSON
+}
+
+// forgetThrough drops the delivered messages a listener says it has handled: those up to and
+// including lastID.
+func (q *messageQueue) forgetThrough(lastID int64) {
+	q.delivered = slices.DeleteFunc(q.delivered, func(m queuedMessage) bool { return m.id <= lastID })
 }
 
 // scaleSetSessionJSON is the Actions service's RunnerScaleSetSession.
@@ -243,10 +251,12 @@ type messageJSON struct {
 	Statistics  *ScaleSetStatistics `json:"statistics"`
 }
 
-// queueGetMessage long-polls the set's queue: the oldest message not deleted, else a new batch
-// of pending job messages, else 202 once the poll wait ends with nothing.
+// queueGetMessage long-polls the set's queue: the oldest message not deleted and newer than the
+// poll's lastMessageId, else a new batch of pending job messages, else 202 once the poll wait
+// ends with nothing.
 func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
 	capacity, capErr := strconv.Atoi(r.Header.Get("X-ScaleSetMaxCapacity"))
+	lastID, _ := strconv.ParseInt(r.URL.Query().Get("lastMessageId"), 10, 64)
 	timer := time.NewTimer(s.cfg.ScaleSetPollWait)
 	defer timer.Stop()
 	for {
@@ -259,6 +269,7 @@ func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
 		if capErr == nil {
 			ss.maxCapacity = capacity
 		}
+		ss.queue.forgetThrough(lastID)
 		msg, ok := s.nextMessage(ss)
 		wake := s.st.wake
 		s.mu.Unlock()
