@@ -65,6 +65,12 @@ type Result struct {
 	UIStatus int
 	// Latencies hold one sample per job for each stage, from the job being queued.
 	Latencies map[Stage][]time.Duration
+	// Took is from the burst being queued to its last job completing, by GitHub's job times
+	// (until the wait ended, if some job never completed).
+	Took time.Duration
+	// FirstStarts holds, for each pool that started a job, the time from the burst to the
+	// first of its jobs starting.
+	FirstStarts map[string]time.Duration
 }
 
 // Run is the demo: start everything, apply the pools, fire the burst, report progress and a
@@ -79,10 +85,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	defer sys.Stop()
 	res := Result{UIAddress: sys.World.Temporal.UIAddress, Jobs: opts.Jobs}
 	printAddresses(opts.Out, sys)
-	if err := sys.ApplyPools(ctx, PoolsYAML, opts.Out); err != nil {
+	// GitHub first, then the pools: a pool applied before its organization and repositories
+	// exist has its first registrations refused with 404, which is not retried, and starts
+	// no runner until its next attempt half a minute or more later.
+	if err := sys.prepareGitHub(); err != nil {
 		return res, err
 	}
-	if err := sys.prepareGitHub(); err != nil {
+	if err := sys.ApplyPools(ctx, PoolsYAML, opts.Out); err != nil {
 		return res, err
 	}
 	jobs, err := sys.fireBurst(opts.Jobs)
@@ -91,10 +100,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	fmt.Fprintf(opts.Out, "\nGitHub queued %d jobs (%d for %s, %d for %s, %d for %s); runnerflow scales up:\n",
 		len(jobs), countFor(jobs, repoPool), repoPool, countFor(jobs, orgPool), orgPool, countFor(jobs, scaleSetPool), scaleSetPool)
-	started := time.Now()
 	res.JobsCompleted, err = sys.watchProgress(ctx, jobs, opts)
 	res.Latencies = sys.latencyReport(jobs)
-	printSummary(opts.Out, res, time.Since(started), sys.githubCalls())
+	res.Took, res.FirstStarts = sys.burstTimes(jobs)
+	printSummary(opts.Out, res, sys.githubCalls())
 	if err != nil {
 		return res, err
 	}

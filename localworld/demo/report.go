@@ -112,6 +112,35 @@ func (s *System) latencyReport(jobs []githubdouble.Job) map[Stage][]time.Duratio
 	return out
 }
 
+// burstTimes measures the burst by GitHub's own job times: from its queueing (every job's
+// created_at) to its last job's completion, and to each pool's first job starting.
+func (s *System) burstTimes(jobs []githubdouble.Job) (time.Duration, map[string]time.Duration) {
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	queued, last := jobs[0].CreatedAt, time.Time{}
+	first := map[string]time.Duration{}
+	for _, j := range jobs {
+		cur, ok := s.World.GitHub.Job(j.ID)
+		if !ok {
+			continue
+		}
+		if cur.Status != githubdouble.StatusCompleted {
+			last = time.Now()
+		} else if cur.CompletedAt.After(last) {
+			last = cur.CompletedAt
+		}
+		if cur.RunnerName == "" {
+			continue
+		}
+		pool, d := poolFor(cur), cur.StartedAt.Sub(cur.CreatedAt)
+		if prev, ok := first[pool]; !ok || d < prev {
+			first[pool] = d
+		}
+	}
+	return last.Sub(queued), first
+}
+
 // githubCalls is the worker's own count of GitHub API requests, from the registry.
 func (s *System) githubCalls() int {
 	families, err := s.Registry.Gather()
@@ -129,9 +158,18 @@ func (s *System) githubCalls() int {
 	return int(total)
 }
 
-func printSummary(out io.Writer, res Result, took time.Duration, githubCalls int) {
+func printSummary(out io.Writer, res Result, githubCalls int) {
 	fmt.Fprintf(out, "\n%d of %d jobs done in %.1fs; the worker made %d GitHub API calls.\n",
-		res.JobsCompleted, res.Jobs, took.Seconds(), githubCalls)
+		res.JobsCompleted, res.Jobs, res.Took.Seconds(), githubCalls)
+	var firsts []string
+	for _, pool := range []string{orgPool, repoPool, scaleSetPool} {
+		if d, ok := res.FirstStarts[pool]; ok {
+			firsts = append(firsts, fmt.Sprintf("%s %s", pool, seconds(d)))
+		} else {
+			firsts = append(firsts, pool+" none")
+		}
+	}
+	fmt.Fprintf(out, "Each pool's first job started after: %s.\n", strings.Join(firsts, ", "))
 	fmt.Fprintf(out, "From a job being queued to       p50      p95      max   samples\n")
 	for _, st := range stages {
 		d := res.Latencies[st]
