@@ -90,13 +90,20 @@ func openSession(t *testing.T, c *scaleset.Client, setID int, owner string) *sca
 	return sc
 }
 
-// nextMessage polls until a message comes (each empty poll is a 202 after the short wait).
+// nextMessage polls until a message comes (each empty poll is a 202 after the short wait),
+// reporting a capacity of 10.
 func nextMessage(t *testing.T, sc *scaleset.MessageSessionClient, lastID int) *scaleset.RunnerScaleSetMessage {
+	t.Helper()
+	return nextMessageWithCapacity(t, sc, lastID, 10)
+}
+
+// nextMessageWithCapacity polls until a message comes, reporting capacity.
+func nextMessageWithCapacity(t *testing.T, sc *scaleset.MessageSessionClient, lastID, capacity int) *scaleset.RunnerScaleSetMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
-		msg, err := sc.GetMessage(ctx, lastID, 10)
+		msg, err := sc.GetMessage(ctx, lastID, capacity)
 		if err != nil {
 			t.Fatalf("GetMessage: %v", err)
 		}

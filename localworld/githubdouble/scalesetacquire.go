@@ -67,8 +67,8 @@ type int64ListJSON struct {
 	Value []int64 `json:"value"`
 }
 
-// queueAcquireJobs assigns the offered jobs among the request ids to the set and answers the
-// ids it acquired.
+// queueAcquireJobs assigns the offered jobs among the request ids to the set, as many as it has
+// room for, and answers the ids it acquired; the others stay offered.
 func (s *Server) queueAcquireJobs(r *http.Request) (int, any, *serviceError) {
 	if r.URL.Query().Get("api-version") == "" {
 		return 0, nil, svcErr(http.StatusBadRequest, excInvalidRequest, "The api-version query parameter is required.")
@@ -90,7 +90,7 @@ func (s *Server) queueAcquireJobs(r *http.Request) (int, any, *serviceError) {
 	out := int64ListJSON{Value: []int64{}}
 	for _, id := range ids {
 		j := s.st.jobs[id]
-		if j == nil || !ss.jobs[id] || !j.offered || j.Status != StatusQueued {
+		if j == nil || !ss.jobs[id] || !j.offered || j.Status != StatusQueued || !s.hasRoom(ss) {
 			continue
 		}
 		j.offered = false

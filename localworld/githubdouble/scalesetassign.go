@@ -3,9 +3,15 @@ package githubdouble
 import "slices"
 
 // Jobs of scale sets: a queued job whose labels a set carries (and whose repository the set's
-// scope covers) is assigned to that set — the oldest such set — and from then on goes only to
-// an idle runner created from that set's JIT configuration. The set's listener hears of it as
-// JobAssigned, JobStarted and JobCompleted messages.
+// scope covers) is assigned to that set — the oldest such set with room — and from then on goes
+// only to an idle runner created from that set's JIT configuration. The set's listener hears of
+// it as JobAssigned, JobStarted and JobCompleted messages.
+//
+// A set has room while its assigned jobs (waiting or running) are fewer than the capacity its
+// listener last reported (X-ScaleSetMaxCapacity): the service assigns no more than the set can
+// run, so that no backlog builds there (the client README, "Autoscaling"). A job no set has room
+// for stays queued until one has. A set whose listener never reported a capacity takes any
+// number; the last report outlives the session that sent it.
 
 // statistics counts a set's jobs and runners. Assigned jobs are those waiting for one of its
 // runners plus those running. Without job offers a waiting job also counts as available and a
@@ -56,7 +62,7 @@ func (s *Server) routeToScaleSet(j *job) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		ss := s.st.scaleSets[id]
-		if !s.scopeCovers(ss.scope, j) || !labelsMatch(ss.labelNames(), j.Labels) {
+		if !s.scopeCovers(ss.scope, j) || !labelsMatch(ss.labelNames(), j.Labels) || (!ss.offers && !s.hasRoom(ss)) {
 			continue
 		}
 		j.scaleSetID = ss.id
@@ -71,8 +77,33 @@ func (s *Server) routeToScaleSet(j *job) {
 	}
 }
 
+// hasRoom reports whether the set may be assigned one more job. Callers hold s.mu.
+func (s *Server) hasRoom(ss *scaleSet) bool {
+	if !ss.capacityKnown {
+		return true
+	}
+	assigned := 0
+	for id := range ss.jobs {
+		if !s.st.jobs[id].offered {
+			assigned++
+		}
+	}
+	return assigned < ss.maxCapacity
+}
+
+// setCapacity records the capacity a listener reported; a set given more room takes the jobs
+// waiting for it. Callers hold s.mu.
+func (s *Server) setCapacity(ss *scaleSet, capacity int) {
+	capacity = max(capacity, 0)
+	if ss.capacityKnown && ss.maxCapacity == capacity {
+		return
+	}
+	ss.maxCapacity, ss.capacityKnown = capacity, true
+	s.routeQueuedToScaleSets()
+}
+
 // routeQueuedToScaleSets offers every queued job to the sets, after a set was created,
-// changed or deleted. Callers hold s.mu.
+// changed or deleted, or had room made. Callers hold s.mu.
 func (s *Server) routeQueuedToScaleSets() {
 	for _, id := range s.st.queued {
 		s.routeToScaleSet(s.st.jobs[id])
@@ -99,4 +130,7 @@ func (s *Server) scaleSetJobCompleted(j *job) {
 		rn = &runner{id: j.RunnerID, name: j.RunnerName}
 	}
 	s.pushJobMessage(ss, jobCompleted, j, rn)
+	if ss.capacityKnown {
+		s.routeQueuedToScaleSets()
+	}
 }

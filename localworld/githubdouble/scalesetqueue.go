@@ -267,7 +267,7 @@ func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
 			return 0, nil, serr
 		}
 		if capErr == nil {
-			ss.maxCapacity = capacity
+			s.setCapacity(ss, capacity)
 		}
 		ss.queue.forgetThrough(lastID)
 		msg, ok := s.nextMessage(ss)

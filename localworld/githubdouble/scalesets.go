@@ -25,6 +25,7 @@ type scaleSet struct {
 	queue         messageQueue
 	jobs          map[int64]bool // ids of its queued and running jobs
 	maxCapacity   int            // the last X-ScaleSetMaxCapacity its listener sent
+	capacityKnown bool           // whether its listener ever sent one
 	// offers: the set is offered its jobs and acquires them (GHES), rather than being assigned
 	// them (github.com). Chosen when it is created, as a set lives on one installation.
 	offers bool
@@ -71,7 +72,8 @@ type ScaleSet struct {
 	Labels          []string
 	// SessionID and SessionOwner name the open message session; empty when none is open.
 	SessionID, SessionOwner string
-	// MaxCapacity is the last capacity its listener reported when polling.
+	// MaxCapacity is the last capacity its listener reported when polling; the service assigns
+	// the set no more jobs than that at once. 0 also when none was reported (no bound).
 	MaxCapacity int
 	// JobOffers: the set is offered its jobs and acquires them (Config.ScaleSetJobOffers,
 	// Config.ScaleSetJobOffersFor) rather than being assigned them.
