@@ -1,6 +1,7 @@
 package githubdouble
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -51,6 +52,7 @@ type messageQueue struct {
 
 type queuedMessage struct {
 	id   int64
+	typ  string // a queue message's type; empty for a batch of job messages
 	jobs []jobMessageJSON
 }
 
@@ -300,21 +302,66 @@ func waitWake(ctx context.Context, wake <-chan struct{}, timeout <-chan time.Tim
 func (s *Server) nextMessage(ss *scaleSet) (messageJSON, bool) {
 	q := &ss.queue
 	if len(q.delivered) == 0 && len(q.pending) > 0 {
-		n := min(len(q.pending), maxMessageBatch)
-		q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), jobs: slices.Clone(q.pending[:n])})
-		q.pending = slices.Delete(q.pending, 0, n)
+		s.batchPending(ss)
 	}
 	if len(q.delivered) == 0 {
 		return messageJSON{}, false
 	}
 	m := q.delivered[0]
-	body, err := json.Marshal(m.jobs)
-	if err != nil {
-		return messageJSON{}, false
+	out := messageJSON{MessageID: m.id, MessageType: cmp.Or(m.typ, jobMessagesType)}
+	if m.typ == "" {
+		body, err := json.Marshal(m.jobs)
+		if err != nil {
+			return messageJSON{}, false
+		}
+		out.Body = string(body)
 	}
 	stats := s.statistics(ss)
-	return messageJSON{MessageID: m.id, MessageType: "RunnerScaleSetJobMessages", Body: string(body), Statistics: &stats}, true
+	out.Statistics = &stats
+	return out, true
 }
+
+// jobMessagesType is the type of a queue message that batches job messages, the one type the
+// official client reads.
+const jobMessagesType = "RunnerScaleSetJobMessages"
+
+// batchPending moves up to maxMessageBatch pending job messages into a new queue message, after
+// the message of a type no client knows that Config.ScaleSetUnknownMessages asks for. Callers
+// hold s.mu.
+func (s *Server) batchPending(ss *scaleSet) {
+	q := &ss.queue
+	var jobs []jobMessageJSON
+	switch s.cfg.ScaleSetUnknownMessages {
+	case UnknownJobMessages:
+		jobs = append(jobs, jobMessageJSON{MessageType: UnknownMessageType})
+	case UnknownQueueMessages:
+		q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), typ: UnknownMessageType})
+	}
+	n := min(len(q.pending), maxMessageBatch-len(jobs))
+	jobs = append(jobs, q.pending[:n]...)
+	q.pending = slices.Delete(q.pending, 0, n)
+	q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), jobs: jobs})
+}
+
+// UnknownMessages says where Config.ScaleSetUnknownMessages puts a message of a type no client
+// knows. Whether the service ever sends one is not public; a listener must not stall on one.
+type UnknownMessages int
+
+const (
+	// NoUnknownMessages sends only the types the official client knows (the default).
+	NoUnknownMessages UnknownMessages = iota
+	// UnknownJobMessages begins every batch with a job message of UnknownMessageType. The
+	// official client (v0.4.0) skips a job message it does not know.
+	UnknownJobMessages
+	// UnknownQueueMessages puts a queue message of UnknownMessageType, holding no job messages,
+	// ahead of every batch. The official client's GetMessage fails on it ("unsupported message
+	// type") without telling its id, so the message stays until the listener deletes it or
+	// polls past it (lastMessageId) by an id it learned some other way.
+	UnknownQueueMessages
+)
+
+// UnknownMessageType is the type of the messages Config.ScaleSetUnknownMessages adds.
+const UnknownMessageType = "RunnerScaleSetDoubleUnknownMessage"
 
 // queueDeleteMessage acknowledges a message; one not in the queue (never sent, or deleted
 // already) is 404.

@@ -83,6 +83,11 @@ type Config struct {
 	// is created, and a set it answers true for is offered its jobs. JobOffersFor builds one
 	// from scopes and set names; nil offers to no set.
 	ScaleSetJobOffersFor func(ScaleSetKey) bool
+	// ScaleSetUnknownMessages puts a message of a type no client knows into every set's queue,
+	// ahead of each batch of job messages, in a job message's place or in a queue message's
+	// (UnknownJobMessages, UnknownQueueMessages), to show that a listener does not stall on one.
+	// Off by default.
+	ScaleSetUnknownMessages UnknownMessages
 }
 
 // ScaleSetKey names a scale set for Config.ScaleSetJobOffersFor: its scope and its name.
@@ -137,6 +142,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 {
 		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout or ActionsServiceCallsPerMinute")
+	}
+	if cfg.ScaleSetUnknownMessages < NoUnknownMessages || cfg.ScaleSetUnknownMessages > UnknownQueueMessages {
+		return nil, fmt.Errorf("githubdouble: ScaleSetUnknownMessages %d is none of the UnknownMessages", cfg.ScaleSetUnknownMessages)
 	}
 	applyDefaults(&cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
