@@ -131,7 +131,31 @@ func (c *ScaleSetClients) httpOptions() []scaleset.HTTPOption {
 			a.record(resp)
 		}
 	}
-	return []scaleset.HTTPOption{scaleset.WithRetryableHTTPClint(rc), scaleset.WithLogger(c.cfg.Logger)}
+	return []scaleset.HTTPOption{scaleset.WithRetryableHTTPClint(rc), scaleset.WithLogger(slog.New(requestFailuresAtDebug{c.cfg.Logger.Handler()}))}
+}
+
+// requestFailuresAtDebug lowers the HTTP client's "request failed" records to debug: the
+// client (v0.4.0) gives the HTTP client its logger, which logs every failed request as an
+// error, but each failure is returned to the activity, classified and retried by Temporal
+// (log or return, not both), and a poll ended on purpose (a worker stopping) is no failure.
+type requestFailuresAtDebug struct{ slog.Handler }
+
+func (h requestFailuresAtDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "request failed" && r.Level > slog.LevelDebug {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestFailuresAtDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestFailuresAtDebug{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestFailuresAtDebug) WithGroup(name string) slog.Handler {
+	return requestFailuresAtDebug{h.Handler.WithGroup(name)}
 }
 
 // answer is the last HTTP answer a call received: the scale-set client's errors carry the

@@ -34,8 +34,15 @@ import (
 
 var world *testworld.World
 
+// offeringOrg is the organization whose scale sets the double offers jobs to, as GHES does;
+// every other set is assigned its jobs, as on github.com.
+const offeringOrg = "org-ss-offers"
+
 func TestMain(m *testing.M) {
-	os.Exit(testworld.RunTests(m, testworld.WorldOptions{WorkDuration: time.Second}, &world))
+	os.Exit(testworld.RunTests(m, testworld.WorldOptions{
+		WorkDuration:         time.Second,
+		ScaleSetJobOffersFor: githubdouble.JobOffersFor(githubdouble.ScaleSetKey{Scope: githubdouble.OrgScope(offeringOrg)}),
+	}, &world))
 }
 
 func quietLogger() *slog.Logger {

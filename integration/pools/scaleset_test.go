@@ -2,6 +2,8 @@ package pools
 
 import (
 	"bytes"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,21 +132,68 @@ func TestScaleSetDeletedAtGitHubIsCreatedAgain(t *testing.T) {
 	p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool { return len(st.Runners) == 0 && st.Desired == 0 })
 }
 
-// TestScaleSetListenerOutlivesItsWorker: the worker holding the set's message session is
-// stopped mid-burst and another takes over. The new worker's listener waits out the lost
-// session at the service (409 until the service ends it), opens its own, and takes the
-// messages not yet acknowledged again: every job, including those queued while no worker ran,
-// runs once, on one runner each, and the pool's cursor never goes back.
-func TestScaleSetListenerOutlivesItsWorker(t *testing.T) {
-	p := newPoolTestWith(t, "ss-kill", func(c *workerapp.Config) { c.Identity = "ss-kill-a" })
+// sessionOpens sums the Actions service's answers to session opens with the status given.
+func sessionOpens(status int) int {
+	n := 0
+	for k, c := range world.GitHub.ActionsServiceCalls() {
+		if strings.HasPrefix(k.Route, "POST ") && strings.HasSuffix(k.Route, "/sessions") && k.Status == status {
+			n += c
+		}
+	}
+	return n
+}
+
+// acquisitions sums the successful job acquisitions the Actions service answered.
+func acquisitions() int {
+	n := 0
+	for k, c := range world.GitHub.ActionsServiceCalls() {
+		if strings.HasSuffix(k.Route, "/acquirejobs") && k.Status == http.StatusOK {
+			n += c
+		}
+	}
+	return n
+}
+
+// TestScaleSetOfferingSetServesABurst: on a service that offers jobs and assigns them only
+// once the listener acquires them (GHES), a burst of 50 runs once each, on one runner each.
+func TestScaleSetOfferingSetServesABurst(t *testing.T) {
+	p := newPoolTest(t, "ss-offers")
+	if p.org != offeringOrg {
+		t.Fatalf("the pool's organization is %s, want the offering %s", p.org, offeringOrg)
+	}
+	p.scaleSetPool(50, "2s")
+	acquired := acquisitions()
+	ids := p.queueJobs(50)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
+		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	t.Logf("%d jobs: %d runners started, %d acquisitions", len(ids), st.Totals.Started, acquisitions()-acquired)
+	if acquisitions() == acquired {
+		t.Errorf("no job was acquired: the set was not offered its jobs")
+	}
+	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
+		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
+	}
+}
+
+// TestScaleSetListenerMovesOnADeploy: a rolling deploy mid-burst (the next worker started,
+// then the one holding the set's message session stopped gracefully). The stopping worker
+// closes its session, so the next worker's listener opens its own at once, never refused;
+// every job runs once, those queued during the deploy start within 30 s, and the pool's cursor
+// never goes back.
+func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
+	p := newPoolTestWith(t, "ss-deploy", func(c *workerapp.Config) { c.Identity = "ss-deploy-a" })
 	p.scaleSetPool(10, "20s")
+	conflicts := sessionOpens(http.StatusConflict)
 	ids := p.queueJobs(4)
 	before := p.eventually(wait, "runners busy mid-burst", func(st workflows.PoolStatus) bool {
 		return count(st, workflows.RunnerBusy, "") >= 2
 	})
+	p.startWorkerWith(func(c *workerapp.Config) { c.Identity = "ss-deploy-b" })
 	p.stopWorker()
-	ids = append(ids, p.queueJobs(4)...)
-	p.startWorkerWith(func(c *workerapp.Config) { c.Identity = "ss-kill-b" })
+	during := p.queueJobs(4)
+	ids = append(ids, during...)
 
 	var jobs []githubdouble.Job
 	waitFor(t, 6*time.Minute, "every job completed", func() bool {
@@ -159,11 +208,21 @@ func TestScaleSetListenerOutlivesItsWorker(t *testing.T) {
 		return true
 	})
 	p.checkRanOnceEach(jobs)
+	for _, j := range jobs {
+		if slices.Contains(during, j.ID) {
+			if waited := j.StartedAt.Sub(j.CreatedAt); waited > 30*time.Second {
+				t.Errorf("job %d, queued during the deploy, started %s after it was queued, want within 30 s", j.ID, waited.Round(time.Second))
+			}
+		}
+	}
 	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
 		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
 	})
-	t.Logf("%d jobs: %d runners started; last message %d before the stop, %d at the end; session %s",
+	t.Logf("%d jobs: %d runners started; last message %d before the deploy, %d at the end; session %s",
 		len(ids), st.Totals.Started, before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, st.ScaleSet.SessionID)
+	if n := sessionOpens(http.StatusConflict) - conflicts; n != 0 {
+		t.Errorf("%d session opens were refused (409) during the deploy, want none", n)
+	}
 	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
 		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,8 +27,12 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 		burstBound      = 25 * time.Second
 		firstStartBound = 5 * time.Second
 	)
+	// The components log at the level `go run ./demo` shows (errors): a normal run, its stop
+	// included, logs none.
 	var out bytes.Buffer
-	res, err := Run(ctx, Options{Jobs: jobs, ExitWhenDone: true, Timeout: 5 * time.Minute, Out: &out})
+	errorLog := &lockedWriter{}
+	logger := slog.New(slog.NewTextHandler(errorLog, &slog.HandlerOptions{Level: slog.LevelError}))
+	res, err := Run(ctx, Options{Jobs: jobs, ExitWhenDone: true, Timeout: 5 * time.Minute, Out: &out, Logger: logger})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
@@ -41,6 +47,9 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 		if d, ok := res.FirstStarts[pool]; !ok || d > firstStartBound {
 			t.Errorf("%s's first job started %s after the burst (started: %t), want within %s", pool, d, ok, firstStartBound)
 		}
+	}
+	if logged := errorLog.String(); logged != "" {
+		t.Errorf("the demo logged errors in a normal run:\n%s", logged)
 	}
 	if res.UIStatus != 200 || !strings.HasPrefix(res.UIAddress, "http://127.0.0.1:") {
 		t.Errorf("Temporal UI at %q answered %d, want 200", res.UIAddress, res.UIStatus)
@@ -60,6 +69,24 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// lockedWriter serializes the components' concurrent log writes into one buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestPercentile(t *testing.T) {

@@ -37,6 +37,9 @@ type WorldOptions struct {
 	// WebhookSecret signs the double's webhook deliveries; empty sends them unsigned (the
 	// starter's intake refuses those, so a world that feeds the intake sets one).
 	WebhookSecret string
+	// ScaleSetJobOffersFor chooses the scale sets the double offers jobs to (GHES's flow)
+	// rather than assigns them (github.com's); nil assigns every set's jobs.
+	ScaleSetJobOffersFor func(githubdouble.ScaleSetKey) bool
 }
 
 // World is the local test world: a real Temporal server, a real kube-apiserver with etcd and
@@ -121,6 +124,7 @@ func (w *World) startGitHub(opts WorldOptions, logger *slog.Logger) (err error) 
 		RateLimit:                opts.GitHubRateLimit,
 		SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
 		WebhookSecret:            opts.WebhookSecret,
+		ScaleSetJobOffersFor:     opts.ScaleSetJobOffersFor,
 		Logger:                   logger.With("part", "github-double"),
 	})
 	if err != nil {
