@@ -24,9 +24,13 @@ const (
 	messageQueueTokenTTL = 45 * time.Minute
 	// defaultScaleSetSessionTimeout ends a session nobody polled for that long (an assumption).
 	defaultScaleSetSessionTimeout = 2 * time.Minute
-	// maxMessageBatch bounds the job messages batched in one queue message.
-	maxMessageBatch = 50
 )
+
+// ScaleSetMessageBatch is the most job messages one queue message holds: "Responses contain at
+// most 50 messages" (the client README, "Autoscaling"). As Config.ScaleSetBacklogLimit it is the
+// strictest reading of the README's "Large backlogs will be truncated": what one answer cannot
+// hold is lost.
+const ScaleSetMessageBatch = 50
 
 // scaleSetSession is a set's one message session.
 type scaleSetSession struct {
@@ -54,6 +58,15 @@ type queuedMessage struct {
 	id   int64
 	typ  string // a queue message's type; empty for a batch of job messages
 	jobs []jobMessageJSON
+}
+
+// kept counts the job messages the queue holds, delivered or not.
+func (q *messageQueue) kept() int {
+	n := len(q.pending)
+	for _, m := range q.delivered {
+		n += len(m.jobs)
+	}
+	return n
 }
 
 // forgetThrough drops the delivered messages a listener says it has handled: those up to and
@@ -325,7 +338,7 @@ func (s *Server) nextMessage(ss *scaleSet) (messageJSON, bool) {
 // official client reads.
 const jobMessagesType = "RunnerScaleSetJobMessages"
 
-// batchPending moves up to maxMessageBatch pending job messages into a new queue message, after
+// batchPending moves up to ScaleSetMessageBatch pending job messages into a new queue message, after
 // the message of a type no client knows that Config.ScaleSetUnknownMessages asks for. Callers
 // hold s.mu.
 func (s *Server) batchPending(ss *scaleSet) {
@@ -337,7 +350,7 @@ func (s *Server) batchPending(ss *scaleSet) {
 	case UnknownQueueMessages:
 		q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), typ: UnknownMessageType})
 	}
-	n := min(len(q.pending), maxMessageBatch-len(jobs))
+	n := min(len(q.pending), ScaleSetMessageBatch-len(jobs))
 	jobs = append(jobs, q.pending[:n]...)
 	q.pending = slices.Delete(q.pending, 0, n)
 	q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), jobs: jobs})

@@ -68,9 +68,21 @@ var serviceResults = map[string]string{
 	ConclusionSuccess: "succeeded", ConclusionFailure: "failed", ConclusionCancelled: "canceled",
 }
 
-// pushJobMessage adds a job message to the set's queue and wakes its long poll. Callers hold s.mu.
+// pushJobMessage adds a job message of a type about a job to the set's queue. Callers hold s.mu.
 func (s *Server) pushJobMessage(ss *scaleSet, typ string, j *job, rn *runner) {
-	ss.queue.pending = append(ss.queue.pending, s.jobMessage(typ, j, rn))
+	s.pushMessage(ss, s.jobMessage(typ, j, rn))
+}
+
+// pushMessage adds a job message to the set's queue and wakes its long poll. A queue holding
+// Config.ScaleSetBacklogLimit job messages already drops it, counted: the backlog is truncated,
+// and only the statistics, which count jobs rather than messages, still tell of its job.
+// Callers hold s.mu.
+func (s *Server) pushMessage(ss *scaleSet, m jobMessageJSON) {
+	if limit := s.cfg.ScaleSetBacklogLimit; limit > 0 && ss.queue.kept() >= limit {
+		ss.dropped++
+		return
+	}
+	ss.queue.pending = append(ss.queue.pending, m)
 	s.st.wakeWaiters()
 }
 

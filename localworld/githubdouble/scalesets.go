@@ -26,6 +26,7 @@ type scaleSet struct {
 	jobs          map[int64]bool // ids of its queued and running jobs
 	maxCapacity   int            // the last X-ScaleSetMaxCapacity its listener sent
 	capacityKnown bool           // whether its listener ever sent one
+	dropped       int            // job messages its truncated backlog lost (Config.ScaleSetBacklogLimit)
 	// offers: the set is offered its jobs and acquires them (GHES), rather than being assigned
 	// them (github.com). Chosen when it is created, as a set lives on one installation.
 	offers bool
@@ -78,6 +79,9 @@ type ScaleSet struct {
 	// JobOffers: the set is offered its jobs and acquires them (Config.ScaleSetJobOffers,
 	// Config.ScaleSetJobOffersFor) rather than being assigned them.
 	JobOffers bool
+	// DroppedJobMessages counts the job messages its queue dropped once it held
+	// Config.ScaleSetBacklogLimit of them.
+	DroppedJobMessages int
 	// Statistics are what the service would tell its listener now.
 	Statistics ScaleSetStatistics
 }
@@ -310,7 +314,8 @@ func (s *Server) ScaleSets() []ScaleSet {
 	for _, ss := range s.st.scaleSets {
 		snap := ScaleSet{
 			ID: ss.id, Name: ss.name, Scope: ss.scope, RunnerGroupID: ss.group.id, RunnerGroupName: ss.group.name,
-			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, JobOffers: ss.offers, Statistics: s.statistics(ss),
+			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, JobOffers: ss.offers,
+			DroppedJobMessages: ss.dropped, Statistics: s.statistics(ss),
 		}
 		if ss.session != nil {
 			snap.SessionID, snap.SessionOwner = ss.session.id, ss.session.owner

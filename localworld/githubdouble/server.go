@@ -88,6 +88,11 @@ type Config struct {
 	// (UnknownJobMessages, UnknownQueueMessages), to show that a listener does not stall on one.
 	// Off by default.
 	ScaleSetUnknownMessages UnknownMessages
+	// ScaleSetBacklogLimit is the most job messages the service keeps for a set, delivered or
+	// not: further ones are dropped, as the client README warns that large backlogs are
+	// truncated, while the set's statistics still count every job. How much the service keeps
+	// is not public; ScaleSetMessageBatch is the strictest reading. 0 keeps every message.
+	ScaleSetBacklogLimit int
 }
 
 // ScaleSetKey names a scale set for Config.ScaleSetJobOffersFor: its scope and its name.
@@ -140,8 +145,8 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.RateLimit < 0 || cfg.RateWindow < 0 || cfg.WebhookWorkers < 0 || cfg.WebhookQueueSize < 0 {
 		return nil, errors.New("githubdouble: negative RateLimit, RateWindow, WebhookWorkers or WebhookQueueSize")
 	}
-	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 {
-		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout or ActionsServiceCallsPerMinute")
+	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 || cfg.ScaleSetBacklogLimit < 0 {
+		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout, ActionsServiceCallsPerMinute or ScaleSetBacklogLimit")
 	}
 	if cfg.ScaleSetUnknownMessages < NoUnknownMessages || cfg.ScaleSetUnknownMessages > UnknownQueueMessages {
 		return nil, fmt.Errorf("githubdouble: ScaleSetUnknownMessages %d is none of the UnknownMessages", cfg.ScaleSetUnknownMessages)
