@@ -60,6 +60,9 @@ type Job struct {
 	CreatedAt       time.Time
 	StartedAt       time.Time
 	CompletedAt     time.Time
+	// Reassigned counts the times a scale set's assignment of the job lapsed with no runner of
+	// the set taking it, and the service took it back (Config.ScaleSetReassignAfter).
+	Reassigned int
 }
 
 type job struct {
@@ -71,6 +74,9 @@ type job struct {
 	// offered marks a job its set was offered but has not acquired (a set that is offered its
 	// jobs, Config.ScaleSetJobOffers): no runner takes it yet.
 	offered bool
+	// assignedAt is when its set was last assigned it for its runners
+	// (Config.ScaleSetReassignAfter).
+	assignedAt time.Time
 }
 
 // QueueJob creates a workflow run with one queued job and sends its "queued" webhook. The job
@@ -143,6 +149,7 @@ func (s *Server) CancelJob(id int64) error {
 func (s *Server) Job(id int64) (Job, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lapseAssignments()
 	j, ok := s.st.jobs[id]
 	if !ok {
 		return Job{}, false
@@ -154,6 +161,7 @@ func (s *Server) Job(id int64) (Job, bool) {
 func (s *Server) Jobs() []Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lapseAssignments()
 	out := make([]Job, 0, len(s.st.jobs))
 	for _, j := range s.st.jobs {
 		out = append(out, j.snapshot())

@@ -224,6 +224,7 @@ func (s *Server) acquire(ctx context.Context, cred string, wait time.Duration) (
 		}
 		j := s.st.jobs[rn.jobID]
 		if j == nil {
+			s.lapseAssignments()
 			j = s.assignNext(rn)
 		}
 		wake := s.st.wake

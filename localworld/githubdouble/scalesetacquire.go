@@ -94,6 +94,7 @@ func (s *Server) queueAcquireJobs(r *http.Request) (int, any, *serviceError) {
 			continue
 		}
 		j.offered = false
+		s.assign(j, s.now())
 		s.pushJobMessage(ss, jobAssigned, j, nil)
 		out.Value = append(out.Value, id)
 	}

@@ -72,6 +72,7 @@ func (s *Server) routeToScaleSet(j *job) {
 			s.pushJobMessage(ss, jobAvailable, j, nil)
 			return
 		}
+		s.assign(j, s.now())
 		s.pushJobMessage(ss, jobAssigned, j, nil)
 		return
 	}

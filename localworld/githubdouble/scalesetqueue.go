@@ -153,6 +153,7 @@ func (s *Server) svcCreateSession(r *http.Request, scope Scope, body []byte) (in
 	if serr != nil {
 		return 0, nil, serr
 	}
+	s.lapseAssignments()
 	if cur := s.liveSession(ss); cur != nil {
 		return 0, nil, svcErr(http.StatusConflict, excSessionConflict,
 			"The scale set %s already has an active session for owner %s.", ss.name, cur.owner)
@@ -281,6 +282,7 @@ func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
 			s.mu.Unlock()
 			return 0, nil, serr
 		}
+		s.lapseAssignments()
 		if capErr == nil {
 			s.setCapacity(ss, capacity)
 		}

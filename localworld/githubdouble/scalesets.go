@@ -286,7 +286,7 @@ func (s *Server) deleteScaleSet(ss *scaleSet) {
 	}
 	for id := range ss.jobs {
 		if j := s.st.jobs[id]; j.Status == StatusQueued {
-			j.scaleSetID, j.offered = 0, false
+			j.scaleSetID, j.offered, j.assignedAt = 0, false, time.Time{}
 		}
 	}
 	s.log.Debug("scale set deleted", "scaleSet", ss.name, "scope", ss.scope.String())
@@ -310,6 +310,7 @@ func (s *Server) DeleteScaleSet(id int64) bool {
 func (s *Server) ScaleSets() []ScaleSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lapseAssignments()
 	out := make([]ScaleSet, 0, len(s.st.scaleSets))
 	for _, ss := range s.st.scaleSets {
 		snap := ScaleSet{

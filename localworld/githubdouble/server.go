@@ -88,6 +88,12 @@ type Config struct {
 	// (UnknownJobMessages, UnknownQueueMessages), to show that a listener does not stall on one.
 	// Off by default.
 	ScaleSetUnknownMessages UnknownMessages
+	// ScaleSetReassignAfter is how long a job assigned to a scale set waits for one of the
+	// set's runners before the service takes it back and assigns it again, up to
+	// ScaleSetMaxReassignments times, then cancels it. 0 (the default) never takes a job back:
+	// runnerflow's pools do not handle reassignment yet. DefaultScaleSetReassignAfter is the
+	// service's timing as far as the public record shows it.
+	ScaleSetReassignAfter time.Duration
 	// ScaleSetBacklogLimit is the most job messages the service keeps for a set, delivered or
 	// not: further ones are dropped, as the client README warns that large backlogs are
 	// truncated, while the set's statistics still count every job. How much the service keeps
@@ -135,6 +141,10 @@ type Server struct {
 	service serviceFaults
 	// listRemoval, when set, removes runners after a runner listing's page (RemoveAfterListPage).
 	listRemoval *listRemoval
+	// lapse fires at lapseAt, the earliest time a scale-set job's assignment may lapse
+	// (Config.ScaleSetReassignAfter); nil when none is pending.
+	lapse   *time.Timer
+	lapseAt time.Time
 }
 
 // Start starts a double listening on 127.0.0.1 on a free port.
@@ -145,8 +155,10 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.RateLimit < 0 || cfg.RateWindow < 0 || cfg.WebhookWorkers < 0 || cfg.WebhookQueueSize < 0 {
 		return nil, errors.New("githubdouble: negative RateLimit, RateWindow, WebhookWorkers or WebhookQueueSize")
 	}
-	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 || cfg.ScaleSetBacklogLimit < 0 {
-		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout, ActionsServiceCallsPerMinute or ScaleSetBacklogLimit")
+	if cfg.ScaleSetPollWait < 0 || cfg.ScaleSetSessionTimeout < 0 || cfg.ActionsServiceCallsPerMinute < 0 ||
+		cfg.ScaleSetBacklogLimit < 0 || cfg.ScaleSetReassignAfter < 0 {
+		return nil, errors.New("githubdouble: negative ScaleSetPollWait, ScaleSetSessionTimeout, ActionsServiceCallsPerMinute, " +
+			"ScaleSetBacklogLimit or ScaleSetReassignAfter")
 	}
 	if cfg.ScaleSetUnknownMessages < NoUnknownMessages || cfg.ScaleSetUnknownMessages > UnknownQueueMessages {
 		return nil, fmt.Errorf("githubdouble: ScaleSetUnknownMessages %d is none of the UnknownMessages", cfg.ScaleSetUnknownMessages)
@@ -222,6 +234,11 @@ func (s *Server) URL() string { return s.baseURL }
 func (s *Server) Close() {
 	s.closing.Do(func() {
 		close(s.done)
+		s.mu.Lock()
+		if s.lapse != nil {
+			s.lapse.Stop()
+		}
+		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.srv.Shutdown(ctx); err != nil {
