@@ -72,4 +72,6 @@ var Changes = []Change{
 	{changeScaleSetAcquireOffers, ScaleSetListenerWorkflowType, "v7", "a listener acquires the jobs its set is offered (GHES), as many as the set has room for"},
 	{changeScaleSetCapacityDrained, ScaleSetListenerWorkflowType, "v7", "a listener reads the pool's capacity signals once more before it continues as new"},
 	{changeScaleSetCloseTimedOut, ScaleSetListenerWorkflowType, "v7", "a listener closes a session whose poll timed out on a worker still serving it"},
+	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with"},
+	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, and takes a session's opening statistics"},
 }

@@ -38,6 +38,8 @@ const (
 	SignalScaleSetMessage = "scaleset-message"
 	// SignalScaleSetListenerEnded tells the pool its listener ended (ScaleSetListenerEnded).
 	SignalScaleSetListenerEnded = "scaleset-listener-ended"
+	// SignalScaleSetSessionOpened hands the pool a new session's statistics (ScaleSetSessionOpened).
+	SignalScaleSetSessionOpened = "scaleset-session-opened"
 	// SignalScaleSetCapacity tells a listener the pool's new maximum (ScaleSetCapacity).
 	SignalScaleSetCapacity = "scaleset-capacity"
 )

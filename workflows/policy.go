@@ -725,6 +725,13 @@ var scaleSetNonRetryable = append(slices.Clone(retryNonRetryable), ErrSessionLos
 // of a finished job does not count it again; a burst's completions fit many times over.
 const ScaleSetCompletedKept = 1000
 
+// ScaleSetLedgerExcessHold: a scale-set pool's ledger may count more open jobs than the
+// statistics' assigned count for this long before its oldest waiting jobs are let go
+// (BoundScaleSetLedger). In a burst the ledger leads by a message or two, seconds apart; a
+// truncated backlog arrives within a few polls; a minute covers both several times over and
+// bounds a runner kept for a job the service no longer assigns the set.
+const ScaleSetLedgerExcessHold = time.Minute
+
 // ScaleSetOffersKept: a listener keeps at most this many offered jobs it had no room to
 // acquire (about 10 bytes each in its state), more than any set's maximum should be.
 const ScaleSetOffersKept = 1000

@@ -74,6 +74,9 @@ type pool struct {
 	// scaleSetRanUnseenVersion is changeScaleSetRanUnseen's, asked once per run when first
 	// needed (scaleSetRanUnseenOn).
 	scaleSetRanUnseenVersion *workflow.Version
+	// scaleSetStatisticsVersion is changeScaleSetStatisticsFirst's, asked once per run when
+	// first needed (scaleSetStatisticsFirstOn).
+	scaleSetStatisticsVersion *workflow.Version
 	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
 	// (pool_pull_shared.go).
 	sharedVersion *workflow.Version
@@ -285,7 +288,7 @@ func (p *pool) nextWake(now time.Time) time.Time {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
 	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake(),
-		p.scaleSetFinishedWake(now))
+		p.scaleSetFinishedWake(now), p.scaleSetExcessWake(now))
 	var next time.Time
 	for _, c := range candidates {
 		if !c.IsZero() && (next.IsZero() || c.Before(next)) {

@@ -24,6 +24,14 @@ const changeScaleSetPools = "scaleset-pools"
 // other histories carry no marker.
 const changeScaleSetRanUnseen = "scaleset-ran-unseen"
 
+// changeScaleSetStatisticsFirst gates the set's statistics as the truth of its demand: a
+// job a later message assigns again after an earlier one completed it is open again
+// (ReopenReassigned), the ledger holds no more jobs than the statistics' assigned count for
+// longer than ScaleSetLedgerExcessHold (BoundScaleSetLedger, with a wake when the hold
+// lapses), and the statistics a session opens with are taken. Asked only by a scale-set
+// pool, when a message or a session's statistics arrive, or its hold is tended.
+const changeScaleSetStatisticsFirst = "scaleset-statistics-first"
+
 // PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
 // runs, and what the set's messages said. Carried across continue-as-new.
 type PoolScaleSetState struct {
@@ -44,6 +52,9 @@ type PoolScaleSetState struct {
 	// Finished are the pool's runners that ended after running a job while no message had
 	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
 	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
+	// ExcessSince is when the ledger began to count more open jobs than the statistics'
+	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
+	ExcessSince time.Time `json:"excessSince,omitzero"`
 	// Recreated counts the sets created again after GitHub deleted them.
 	Recreated int `json:"recreated,omitempty"`
 	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
@@ -69,6 +80,7 @@ func (p *pool) scaleSetOn() bool {
 func (p *pool) receiveScaleSet() {
 	receive(p, SignalScaleSetMessage, p.onScaleSetMessage)
 	receive(p, SignalScaleSetListenerEnded, p.onScaleSetListenerEnded)
+	receive(p, SignalScaleSetSessionOpened, p.onScaleSetSessionOpened)
 }
 
 // onScaleSetMessage folds a message of the pool's set into its ledger; a message handed
@@ -78,14 +90,67 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	if st == nil || sig.ScaleSetID != st.ScaleSetID {
 		return
 	}
-	ledger, fresh := ApplyScaleSetMessage(st.Ledger, sig.Message)
-	if !fresh {
-		return
+	if sig.Message.ID <= st.Ledger.LastMessageID {
+		return // handed again: counted already
 	}
+	ledger := st.Ledger
+	if p.scaleSetStatisticsFirstOn() {
+		ledger = ReopenReassigned(ledger, sig.Message)
+	}
+	ledger, _ = ApplyScaleSetMessage(ledger, sig.Message)
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
 	st.MessageAt = workflow.Now(p.ctx)
 	st.Finished = ForgetNamedRunners(st.Finished, sig.Message, st.MessageAt)
 	p.markScaleSetJobsDone(sig.Message)
+	p.boundScaleSetLedger(st.MessageAt)
+}
+
+// onScaleSetSessionOpened takes the statistics a new session opened with: a set adopted with
+// jobs assigned (from another tool, or before the pool re-created its listener) shows them
+// here, before any message names them.
+func (p *pool) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
+	st := p.st.ScaleSet
+	if st == nil || sig.ScaleSetID != st.ScaleSetID || !p.scaleSetStatisticsFirstOn() {
+		return
+	}
+	st.Statistics, st.SessionID = sig.Statistics, sig.SessionID
+	p.boundScaleSetLedger(workflow.Now(p.ctx))
+}
+
+// boundScaleSetLedger trims the ledger to the statistics once its excess outlasts the hold
+// (BoundScaleSetLedger).
+func (p *pool) boundScaleSetLedger(now time.Time) {
+	st := p.st.ScaleSet
+	if st == nil || (st.ExcessSince.IsZero() && st.Ledger.Jobs() <= st.Statistics.AssignedJobs) || !p.scaleSetStatisticsFirstOn() {
+		return
+	}
+	st.Ledger, st.ExcessSince = BoundScaleSetLedger(st.Ledger, st.Statistics, st.ExcessSince, now)
+}
+
+// scaleSetExcessWake is when the ledger's excess over the statistics outlasts its hold (zero:
+// none), so the pool lets the jobs no message will settle go then, not at some later message.
+func (p *pool) scaleSetExcessWake(now time.Time) time.Time {
+	st := p.st.ScaleSet
+	if st == nil || st.ExcessSince.IsZero() { // only a pool under changeScaleSetStatisticsFirst has one
+		return time.Time{}
+	}
+	if at := st.ExcessSince.Add(ScaleSetLedgerExcessHold); at.After(now) {
+		return at
+	}
+	return time.Time{}
+}
+
+// scaleSetStatisticsFirstOn reports whether changeScaleSetStatisticsFirst is in force; the
+// version is asked once per run, when first needed.
+func (p *pool) scaleSetStatisticsFirstOn() bool {
+	if !p.scaleSetOn() {
+		return false
+	}
+	if p.scaleSetStatisticsVersion == nil {
+		v := workflow.GetVersion(p.ctx, changeScaleSetStatisticsFirst, workflow.DefaultVersion, 1)
+		p.scaleSetStatisticsVersion = &v
+	}
+	return *p.scaleSetStatisticsVersion >= 1
 }
 
 // markScaleSetJobsDone counts the runners a message's completed events name as leaving
@@ -179,6 +244,9 @@ func (p *pool) tendScaleSet(now time.Time) {
 		p.st.ScaleSet = &PoolScaleSetState{}
 	}
 	st := p.st.ScaleSet
+	if !st.ExcessSince.IsZero() && !now.Before(st.ExcessSince.Add(ScaleSetLedgerExcessHold)) {
+		p.boundScaleSetLedger(now)
+	}
 	if p.scaleSetBusy || now.Before(st.RetryAt) {
 		return
 	}

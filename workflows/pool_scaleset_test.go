@@ -366,3 +366,65 @@ func newScaleSetPoolHarness(t *testing.T) (*poolHarness, PoolSpec) {
 	}
 	return h, spec
 }
+
+// A job no runner acquired in time is cancelled (a completed message, result canceled) and
+// assigned again in a later message, up to three times: each time it is open again in the
+// ledger, and it runs on one runner, started once.
+func TestScaleSetPoolRunsAReassignedJobOnOneRunner(t *testing.T) {
+	h, spec := newScaleSetPoolHarness(t)
+	canceled := func(id int64) ScaleSetJobEvent {
+		return ScaleSetJobEvent{Event: ScaleSetJobCompleted, RunnerRequestID: id, Result: "canceled"}
+	}
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	for i := range int64(3) {
+		at := time.Minute + time.Duration(i+1)*20*time.Second
+		h.at(at, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2+2*i, 0, canceled(1))) })
+		h.at(at+2*time.Second, func() {
+			h.signal(SignalScaleSetMessage, scaleSetMessage(5, 3+2*i, 1, jobEvent(ScaleSetJobAssigned, 1)...))
+		})
+	}
+	h.check(2*time.Minute+30*time.Second, "the job waiting again, one runner for it", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{1}) && st.Desired == 1 && len(st.Runners) == 1
+	})
+	var ran []string
+	h.at(2*time.Minute+40*time.Second, func() { ran = h.startJobsWithIDs(1) })
+	h.at(2*time.Minute+45*time.Second, func() {
+		events := append(jobEvent(ScaleSetJobStarted, 1), jobEvent(ScaleSetJobCompleted, 1)...)
+		for i := range events {
+			events[i].RunnerName = ran[0]
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 8, 0, events...))
+	})
+	h.check(3*time.Minute, "done", func(st PoolStatus) bool { return st.ScaleSet.Ledger.Jobs() == 0 })
+	st := h.run(spec, 3*time.Minute+time.Second)
+	if st.Totals.Started != 1 {
+		t.Errorf("started %d runners for one job assigned four times, want 1", st.Totals.Started)
+	}
+}
+
+// Jobs the ledger holds that the statistics no longer count (their messages lost to a
+// truncated backlog) keep their runners only for ScaleSetLedgerExcessHold: the pool wakes by
+// itself when it lapses and lets them go. The statistics a new session opens with count at
+// once.
+func TestScaleSetPoolTrustsTheStatisticsPastAHold(t *testing.T) {
+	h, spec := newScaleSetPoolHarness(t)
+	h.at(time.Minute, func() {
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 3, jobEvent(ScaleSetJobAssigned, 1, 2, 3)...))
+	})
+	// The service says one job is assigned; no message says what became of the other two.
+	h.at(time.Minute+10*time.Second, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 1)) })
+	h.check(time.Minute+20*time.Second, "within the hold, the ledger's three jobs kept", func(st PoolStatus) bool {
+		return st.ScaleSet.Ledger.Jobs() == 3 && st.Desired == 3 && !st.ScaleSet.ExcessSince.IsZero()
+	})
+	h.check(time.Minute+10*time.Second+ScaleSetLedgerExcessHold+5*time.Second, "the hold over: the statistics' one job", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{3}) && st.Desired == 1 && st.ScaleSet.ExcessSince.IsZero()
+	})
+	at := time.Minute + 10*time.Second + ScaleSetLedgerExcessHold + 10*time.Second
+	h.at(at, func() {
+		h.signal(SignalScaleSetSessionOpened, ScaleSetSessionOpened{ScaleSetID: 5, SessionID: "s2", Statistics: ScaleSetStatistics{AssignedJobs: 4}})
+	})
+	h.check(at+5*time.Second, "a new session's statistics count", func(st PoolStatus) bool {
+		return st.Desired == 4 && st.ScaleSet.SessionID == "s2"
+	})
+	h.run(spec, at+10*time.Second)
+}

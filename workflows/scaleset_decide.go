@@ -181,3 +181,64 @@ func ForgetNamedRunners(finished []ScaleSetFinishedRunner, m ScaleSetMessage, no
 	}
 	return out
 }
+
+// ReopenReassigned opens again the jobs a new message assigns after an earlier one completed
+// them: the service cancels a job no runner acquired in time (a completed message, result
+// canceled) and assigns it again, up to three times (the client's README, "Job
+// Reassignment"). A job completed and assigned in the same message stays completed: the
+// client groups a message's events by type, so their order is lost, and the statistics still
+// count a job that was in fact assigned again. Apply it before ApplyScaleSetMessage.
+func ReopenReassigned(l ScaleSetLedger, m ScaleSetMessage) ScaleSetLedger {
+	if m.ID <= l.LastMessageID || len(l.Completed) == 0 {
+		return l
+	}
+	completedNow := map[int64]bool{}
+	for _, e := range m.Jobs {
+		if e.Event == ScaleSetJobCompleted {
+			completedNow[e.RunnerRequestID] = true
+		}
+	}
+	reopened := map[int64]bool{}
+	for _, e := range m.Jobs {
+		if e.Event == ScaleSetJobAssigned && !completedNow[e.RunnerRequestID] && slices.Contains(l.Completed, e.RunnerRequestID) {
+			reopened[e.RunnerRequestID] = true
+		}
+	}
+	if len(reopened) == 0 {
+		return l
+	}
+	out := l
+	out.Completed = slices.DeleteFunc(slices.Clone(l.Completed), func(id int64) bool { return reopened[id] })
+	return out
+}
+
+// BoundScaleSetLedger keeps the ledger from holding more jobs than the statistics' assigned
+// count for longer than ScaleSetLedgerExcessHold. The statistics are the truth (the client's
+// README): a message can be lost to a truncated backlog, or a reassigned job's messages can
+// go to another set, and the ledger, which only messages correct, would keep a runner for
+// such a job for ever. Over counts are allowed for the hold (the ledger leads the statistics
+// by a message or two in a burst); past it the oldest waiting jobs, those a runner would have
+// taken first, are let go. since is when the excess began (zero: none); the answer carries
+// the ledger and the new since.
+func BoundScaleSetLedger(l ScaleSetLedger, stats ScaleSetStatistics, since, now time.Time) (ScaleSetLedger, time.Time) {
+	excess := l.Jobs() - stats.AssignedJobs
+	switch {
+	case excess <= 0:
+		return l, time.Time{}
+	case since.IsZero():
+		return l, now
+	case now.Sub(since) < ScaleSetLedgerExcessHold:
+		return l, since
+	}
+	out := l
+	drop := min(excess, len(l.Waiting))
+	out.Waiting = slices.Clone(l.Waiting[drop:])
+	if len(out.Waiting) == 0 {
+		out.Waiting = nil
+	}
+	if out.Jobs() > stats.AssignedJobs {
+		// Running jobs over the count: their runners' ends settle them (ScaleSetJobsDone).
+		return out, now
+	}
+	return out, time.Time{}
+}

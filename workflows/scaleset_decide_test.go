@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -188,5 +189,56 @@ func TestForgetNamedRunners(t *testing.T) {
 	}
 	if got := ForgetNamedRunners([]ScaleSetFinishedRunner{{"started", recent}}, m, now); got != nil {
 		t.Errorf("all forgotten = %+v, want nil (a state that serializes as it did before)", got)
+	}
+}
+
+func TestReopenReassigned(t *testing.T) {
+	done := ScaleSetLedger{LastMessageID: 4, Completed: []int64{1, 2}}
+	canceled := ScaleSetJobEvent{Event: ScaleSetJobCompleted, RunnerRequestID: 2, Result: "canceled"}
+	for _, tc := range []struct {
+		name string
+		msg  ScaleSetMessage
+		want []int64
+	}{
+		{"assigned again in a later message", ScaleSetMessage{ID: 5, Jobs: []ScaleSetJobEvent{ssAssigned(2)}}, []int64{1}},
+		{"cancelled and assigned in one message: stays completed", ScaleSetMessage{ID: 5, Jobs: []ScaleSetJobEvent{ssAssigned(2), canceled}}, []int64{1, 2}},
+		{"a redelivered message changes nothing", ScaleSetMessage{ID: 4, Jobs: []ScaleSetJobEvent{ssAssigned(2)}}, []int64{1, 2}},
+		{"a new job", ScaleSetMessage{ID: 5, Jobs: []ScaleSetJobEvent{ssAssigned(9)}}, []int64{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ReopenReassigned(done, tc.msg)
+			if !slices.Equal(got.Completed, tc.want) {
+				t.Errorf("completed = %v, want %v", got.Completed, tc.want)
+			}
+			if len(done.Completed) != 2 {
+				t.Errorf("the input ledger changed: %v", done.Completed)
+			}
+		})
+	}
+}
+
+func TestBoundScaleSetLedger(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := ScaleSetLedger{Waiting: []int64{1, 2, 3}, Running: []ScaleSetRunningJob{{RunnerRequestID: 4, RunnerName: "r"}}}
+	for _, tc := range []struct {
+		name       string
+		assigned   int
+		since, now time.Time
+		waiting    []int64
+		wantSince  time.Time
+	}{
+		{"no excess", 4, time.Time{}, t0, []int64{1, 2, 3}, time.Time{}},
+		{"excess begins", 2, time.Time{}, t0, []int64{1, 2, 3}, t0},
+		{"within the hold", 2, t0, t0.Add(ScaleSetLedgerExcessHold - time.Second), []int64{1, 2, 3}, t0},
+		{"past the hold: the oldest waiting go", 2, t0, t0.Add(ScaleSetLedgerExcessHold), []int64{3}, time.Time{}},
+		{"past the hold, running over the count too", 0, t0, t0.Add(ScaleSetLedgerExcessHold), nil, t0.Add(ScaleSetLedgerExcessHold)},
+		{"the excess gone before the hold", 5, t0, t0.Add(time.Second), []int64{1, 2, 3}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, since := BoundScaleSetLedger(l, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.since, tc.now)
+			if !slices.Equal(got.Waiting, tc.waiting) || !since.Equal(tc.wantSince) || len(got.Running) != 1 {
+				t.Errorf("waiting %v running %v since %v; want waiting %v since %v", got.Waiting, got.Running, since, tc.waiting, tc.wantSince)
+			}
+		})
 	}
 }

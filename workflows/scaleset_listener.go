@@ -43,6 +43,10 @@ const changeScaleSetCapacityDrained = "scaleset-capacity-drained"
 // refused (409) until the service timed the old one out.
 const changeScaleSetCloseTimedOut = "scaleset-close-timed-out"
 
+// changeScaleSetSessionStatistics gates handing the pool the statistics a session opens with:
+// before it they were dropped, and a set adopted with jobs assigned waited for a message.
+const changeScaleSetSessionStatistics = "scaleset-session-statistics"
+
 // ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
 // (ApplyScaleSetMessage), so a message handed twice counts once.
 type ScaleSetMessageSignal struct {
@@ -50,6 +54,13 @@ type ScaleSetMessageSignal struct {
 	ScaleSetID int64           `json:"scaleSetID"`
 	SessionID  string          `json:"sessionID,omitempty"`
 	Message    ScaleSetMessage `json:"message"`
+}
+
+// ScaleSetSessionOpened hands the pool the statistics a new session opened with.
+type ScaleSetSessionOpened struct {
+	ScaleSetID int64              `json:"scaleSetID"`
+	SessionID  string             `json:"sessionID"`
+	Statistics ScaleSetStatistics `json:"statistics"`
 }
 
 // ScaleSetCapacity is the pool's maximum, which the listener reports to the service.
@@ -211,7 +222,20 @@ func (l *scaleSetListener) ensureSession() error {
 		return err
 	}
 	l.st.Session = &out
+	if workflow.GetVersion(l.ctx, changeScaleSetSessionStatistics, workflow.DefaultVersion, 1) >= 1 {
+		l.handOverStatistics(out)
+	}
 	return nil
+}
+
+// handOverStatistics signals the pool the statistics its new session opened with. Best
+// effort: the next message carries them too.
+func (l *scaleSetListener) handOverStatistics(sess OpenScaleSetSessionOutput) {
+	err := workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetSessionOpened,
+		ScaleSetSessionOpened{ScaleSetID: l.in.ScaleSetID, SessionID: sess.SessionID, Statistics: sess.Statistics}).Get(l.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(l.ctx).Warn("Pool not told of the session's statistics", "pool", l.in.Pool, "error", err)
+	}
 }
 
 func (l *scaleSetListener) sessionRef() ScaleSetSessionRef {

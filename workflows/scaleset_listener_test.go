@@ -19,16 +19,18 @@ import (
 // listenerWorld runs ScaleSetListenerWorkflow against fake scale-set activities: polls answer
 // from a script, and every call is recorded in order.
 type listenerWorld struct {
-	t      *testing.T
-	env    *testsuite.TestWorkflowEnvironment
-	ended  []ScaleSetListenerEnded
-	polls  []func() (PollScaleSetOutput, error)
+	t     *testing.T
+	env   *testsuite.TestWorkflowEnvironment
+	ended []ScaleSetListenerEnded
+	polls []func() (PollScaleSetOutput, error)
 	// acquire answers an acquisition; nil acquires every job asked.
 	acquire func(AcquireScaleSetJobsInput) (AcquireScaleSetJobsOutput, error)
 	calls   []string
-	opened int
-	seen   []PollScaleSetInput
-	queues []string
+	// sessionStats are the opening statistics handed to the pool, one per session.
+	sessionStats []ScaleSetSessionOpened
+	opened       int
+	seen         []PollScaleSetInput
+	queues       []string
 }
 
 func newListenerWorld(t *testing.T) *listenerWorld {
@@ -38,7 +40,8 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 	w.env.RegisterActivityWithOptions(func(context.Context, OpenScaleSetSessionInput) (OpenScaleSetSessionOutput, error) {
 		w.opened++
 		w.calls = append(w.calls, "open")
-		return OpenScaleSetSessionOutput{SessionID: "s" + string(rune('0'+w.opened)), TaskQueue: ScaleSetListenerTaskQueue("w1")}, nil
+		return OpenScaleSetSessionOutput{SessionID: "s" + string(rune('0'+w.opened)), TaskQueue: ScaleSetListenerTaskQueue("w1"),
+			Statistics: ScaleSetStatistics{AssignedJobs: w.opened}}, nil
 	}, activity.RegisterOptions{Name: ActivityOpenScaleSetSession})
 	w.env.RegisterActivityWithOptions(func(ctx context.Context, in PollScaleSetInput) (PollScaleSetOutput, error) {
 		w.seen = append(w.seen, in)
@@ -69,6 +72,11 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			w.calls = append(w.calls, "hand over")
+			return nil
+		})
+	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetSessionOpened, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			w.sessionStats = append(w.sessionStats, arg.(ScaleSetSessionOpened))
 			return nil
 		})
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetListenerEnded, mock.Anything).Return(
@@ -151,6 +159,10 @@ func TestScaleSetListenerOpensANewSessionWhenItsSessionIsLost(t *testing.T) {
 	st := w.run(ScaleSetListenerInput{}, 3)
 	if w.opened != 2 || st.Session == nil || st.Session.SessionID != "s2" {
 		t.Errorf("opened %d sessions, state %+v; want a second session", w.opened, st)
+	}
+	// Each session's opening statistics reach the pool.
+	if len(w.sessionStats) != 2 || w.sessionStats[1].SessionID != "s2" || w.sessionStats[1].Statistics.AssignedJobs != 2 || w.sessionStats[1].ScaleSetID != 5 {
+		t.Errorf("statistics handed over = %+v, want each session's", w.sessionStats)
 	}
 	// The message came again under the new session and was handed over again: the pool
 	// counts it once (ApplyScaleSetMessage).
