@@ -63,6 +63,38 @@ func TestScaleSetSessionNobodyPollsTimesOut(t *testing.T) {
 	}
 }
 
+// TestScaleSetSessionOfADeadHolderIsKeptItsTimeout: a session whose holder stopped polling
+// refuses another (409) until Config.ScaleSetSessionTimeout has passed since its last poll,
+// however long that poll lasted, and not a moment longer.
+func TestScaleSetSessionOfADeadHolderIsKeptItsTimeout(t *testing.T) {
+	clock := newFakeClock()
+	w := scaleSetWorld(t, Config{Now: clock.Now, ScaleSetSessionTimeout: time.Minute, ScaleSetPollWait: 300 * time.Millisecond})
+	c, log := w.scaleSetClient("acme")
+	set := createSet(t, c, "kept", "ss-kept")
+	dead := openSession(t, c, set.ID, "dead")
+	polled := make(chan error, 1)
+	go func() {
+		_, err := dead.GetMessage(t.Context(), 0, 1)
+		polled <- err
+	}()
+	clock.Advance(50 * time.Second) // while the holder's last poll is open
+	if err := <-polled; err != nil {
+		t.Fatalf("the holder's last poll: %v", err)
+	}
+	clock.Advance(time.Minute - time.Second) // 59 s since the poll ended, 109 s since it began
+	if _, err := c.MessageSessionClient(t.Context(), set.ID, "successor"); err == nil {
+		t.Fatal("a successor's session opened while the dead holder's is kept")
+	}
+	if st, _ := log.last(); st != http.StatusConflict {
+		t.Errorf("the successor was answered %d, want 409", st)
+	}
+	if got := w.ScaleSets()[0].SessionOwner; got != "dead" {
+		t.Errorf("session owner = %q, want the dead holder's, still kept", got)
+	}
+	clock.Advance(2 * time.Second)
+	openSession(t, c, set.ID, "successor")
+}
+
 func TestScaleSetMessageQueueTokenIsRefreshedAfter401(t *testing.T) {
 	w := scaleSetWorld(t, Config{})
 	c, _ := w.scaleSetClient("acme")

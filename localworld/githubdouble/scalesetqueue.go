@@ -22,7 +22,9 @@ const (
 	// messageQueueTokenTTL is how long a message-queue token lives before polls answer 401 and
 	// the listener refreshes its session. Undocumented by GitHub; an assumption.
 	messageQueueTokenTTL = 45 * time.Minute
-	// defaultScaleSetSessionTimeout ends a session nobody polled for that long (an assumption).
+	// defaultScaleSetSessionTimeout is how long the service keeps a session whose holder
+	// stopped polling: GitHub does not say; ARC's listeners before gha-runner-scale-set 0.14
+	// retried a refused session for five minutes (10 × 30 s), so it is assumed shorter than that.
 	defaultScaleSetSessionTimeout = 2 * time.Minute
 )
 
@@ -98,8 +100,9 @@ func (s *Server) registerMessageQueue(mux *http.ServeMux) {
 	s.handleQueue(mux, "DELETE "+messagesRoute+"/{message_id}", s.queueDeleteMessage)
 }
 
-// liveSession is the set's session, after ending one nobody used for the session timeout.
-// Callers hold s.mu.
+// liveSession is the set's session, after ending one nobody polled or refreshed for
+// Config.ScaleSetSessionTimeout: until then the session of a holder that died refuses another
+// (409). Callers hold s.mu.
 func (s *Server) liveSession(ss *scaleSet) *scaleSetSession {
 	if ss.session != nil && s.now().Sub(ss.session.lastSeen) > s.cfg.ScaleSetSessionTimeout {
 		s.log.Debug("scale set session timed out", "scaleSet", ss.name, "session", ss.session.id)
@@ -294,9 +297,18 @@ func (s *Server) queueGetMessage(r *http.Request) (int, any, *serviceError) {
 			return http.StatusOK, msg, nil
 		}
 		if done := waitWake(r.Context(), wake, timer.C, s.done); done {
+			s.touchSession(r)
 			return http.StatusAccepted, nil, nil
 		}
 	}
+}
+
+// touchSession marks the session of a poll that ends as seen now: its holder was there while
+// the poll was open, however long it lasted.
+func (s *Server) touchSession(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.queueSession(r)
 }
 
 // waitWake waits for a wake-up (false) or for the poll's end, the caller leaving or the double

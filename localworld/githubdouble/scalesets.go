@@ -318,8 +318,8 @@ func (s *Server) ScaleSets() []ScaleSet {
 			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, JobOffers: ss.offers,
 			DroppedJobMessages: ss.dropped, Statistics: s.statistics(ss),
 		}
-		if ss.session != nil {
-			snap.SessionID, snap.SessionOwner = ss.session.id, ss.session.owner
+		if sess := s.liveSession(ss); sess != nil {
+			snap.SessionID, snap.SessionOwner = sess.id, sess.owner
 		}
 		out = append(out, snap)
 	}

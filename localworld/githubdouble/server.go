@@ -63,9 +63,10 @@ type Config struct {
 	// ScaleSetPollWait is how long a scale set's message-queue poll waits for a message before
 	// answering 202; 0 means 50 s, about the Actions service's own long poll.
 	ScaleSetPollWait time.Duration
-	// ScaleSetSessionTimeout ends a scale set's message session that nobody polled or refreshed
-	// for that long, so a crashed listener's session stops refusing the next one; 0 means two
-	// minutes. GitHub does not document the figure; this is an assumption.
+	// ScaleSetSessionTimeout is how long the service keeps a scale set's message session whose
+	// holder died (nobody polled or refreshed it): until then a new session on the set is
+	// refused 409, after it the next one opens. A session its holder closes frees the set at
+	// once. 0 means two minutes; GitHub does not document the figure, so it is an assumption.
 	ScaleSetSessionTimeout time.Duration
 	// ActionsServiceCallsPerMinute throttles the Actions service (scale sets, sessions, message
 	// queue, runners): calls beyond it in a minute of the double's clock get 429 with
