@@ -28,26 +28,39 @@
 //     SetSecondaryRateLimit (every call refused) change the limits of a running double.
 //   - The clock is Config.Now, so rate-limit windows and token expiry can be tested without
 //     waiting.
-//   - Runner scale sets (actionsservice.go, scalesets.go, scalesetqueue.go, scalesetrunners.go)
-//     are served as github.com/actions/scaleset calls them, and that client is their contract: a
-//     registration token (a REST call, also under /api/v3 as on GitHub Enterprise Server) buys
-//     an admin token and the Actions service's URL (POST /actions/runner-registration); the
-//     service creates, finds, updates and deletes sets, opens one message session per set (409
-//     for a second; a session nobody polls for Config.ScaleSetSessionTimeout ends), long-polls
-//     the set's message queue (202 after Config.ScaleSetPollWait with nothing; a message is
-//     delivered again on every poll until deleted; its queue outlives sessions) with a
-//     message-queue token that expires (401; the client refreshes the session), creates a set's
-//     JIT runners (the same encoded form jit/connect decodes) and gets and removes runners (400
-//     JobStillRunning while busy). A queued job whose labels a set carries goes to the oldest such
-//     set and then only to that set's idle runners, as on github.com. A set may instead be
-//     offered its jobs, as on GitHub Enterprise Server and as ARC v0.27.6's client expects
-//     (scalesetacquire.go): the set is offered the job (JobAvailable) and its runners take it
-//     only after the listener acquires it with the message-queue token (POST acquirejobs, then
-//     JobAssigned). Config.ScaleSetJobOffers does so for every set; Config.ScaleSetJobOffersFor
-//     chooses per set or per scope, so one world serves both. ARC v0.27.6 sends its personal
-//     token with Basic authentication, which the REST API accepts. Its calls are counted apart
-//     (ActionsServiceCalls) and spend no REST budget. GitHub publishes no limits for the service:
-//     Config.ActionsServiceCallsPerMinute (off by default) is an assumed throttle, 429 with
-//     Retry-After; StartActionsServiceOutage makes it answer 5xx; DeleteScaleSet removes a set
-//     as GitHub does with one idle for a week.
+//   - Runner scale sets are served as github.com/actions/scaleset (v0.4.0) calls them, and that
+//     client is their contract; the answers (statuses, exception names, messages) are the ones
+//     listeners have recorded from the real Actions service, and what the public record does not
+//     settle is an assumption listed in docs/testing.md. A registration token (a REST call, also
+//     under /api/v3 as on GitHub Enterprise Server) buys an admin token and the service's URL
+//     (POST /actions/runner-registration). The service creates, finds, updates and deletes sets
+//     (a taken name 400); opens one message session per set (409 for a second, until its holder
+//     closes it or Config.ScaleSetSessionTimeout passes unpolled; closing one it no longer has
+//     is 400); long-polls the set's queue (202 after Config.ScaleSetPollWait with nothing) with
+//     a message-queue token that expires (401; the client refreshes the session); delivers a
+//     message again on every poll until it is deleted or a poll's lastMessageId passes it, with
+//     at most 50 job messages to a message; creates a set's JIT runners (the same encoded form
+//     jit/connect decodes) and gets and removes runners (400 JobStillRunning while busy).
+//   - A queued job whose labels a set carries goes to the oldest such set with room (fewer jobs
+//     assigned than the capacity its listener last reported, X-ScaleSetMaxCapacity) and then
+//     only to that set's idle runners, as on github.com. A set may instead be offered its jobs,
+//     as on GitHub Enterprise Server and as ARC v0.27.6's client expects: it is offered the job
+//     (JobAvailable) and its runners take it only after the listener acquires it with the
+//     message-queue token (POST acquirejobs, then JobAssigned). Config.ScaleSetJobOffers does so
+//     for every set, Config.ScaleSetJobOffersFor per set or per scope, so one world serves both.
+//     ARC v0.27.6 sends its personal token with Basic authentication, which the REST API accepts.
+//   - What a listener must survive, each off by default: a job no runner takes in time is taken
+//     back and assigned again, up to three times (Config.ScaleSetReassignAfter); a backlog is
+//     truncated (Config.ScaleSetBacklogLimit) while the statistics count every job; messages of
+//     a type no client knows (Config.ScaleSetUnknownMessages); a throttle, 429 with Retry-After
+//     (Config.ActionsServiceCallsPerMinute, as GitHub publishes no limits for the service); an
+//     outage (StartActionsServiceOutage); a set GitHub deletes, as it does one idle for a week
+//     (DeleteScaleSet). The service's calls are counted apart (ActionsServiceCalls) and spend no
+//     REST budget.
+//
+// Files of the Actions service: actionsservice.go (the admin connection, faults, exception
+// names), scalesets.go (sets), scalesetqueue.go (sessions and their message queue),
+// scalesetassign.go (jobs to sets, capacity, statistics), scalesetacquire.go (offers and their
+// acquisition), scalesetreassign.go (assignments that lapse), scalesetrunners.go (the sets'
+// runners and job messages).
 package githubdouble
