@@ -74,4 +74,5 @@ var Changes = []Change{
 	{changeScaleSetCloseTimedOut, ScaleSetListenerWorkflowType, "v7", "a listener closes a session whose poll timed out on a worker still serving it"},
 	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with"},
 	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, and takes a session's opening statistics"},
+	{changeScaleSetLeaveAfterRunners, PoolWorkflowType, "v7", "a set the pool moved on from is deleted once the runners it had then have ended, not at once"},
 }

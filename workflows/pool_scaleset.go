@@ -32,6 +32,19 @@ const changeScaleSetRanUnseen = "scaleset-ran-unseen"
 // pool, when a message or a session's statistics arrive, or its hold is tended.
 const changeScaleSetStatisticsFirst = "scaleset-statistics-first"
 
+// changeScaleSetLeaveAfterRunners gates deleting a set the pool moved on from only once the
+// runners it had then have ended: before it the set was deleted at once, under runners that
+// might still run its jobs. Asked only by a pool that leaves a set.
+const changeScaleSetLeaveAfterRunners = "scaleset-leave-after-runners"
+
+// LeftScaleSet is a set the pool moved on from, to be deleted once Runners (the pool's
+// runners when it left, each the old set's) have ended.
+type LeftScaleSet struct {
+	ScaleSetID int64    `json:"scaleSetID"`
+	Scope      Scope    `json:"scope"`
+	Runners    []string `json:"runners,omitempty"`
+}
+
 // PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
 // runs, and what the set's messages said. Carried across continue-as-new.
 type PoolScaleSetState struct {
@@ -55,6 +68,9 @@ type PoolScaleSetState struct {
 	// ExcessSince is when the ledger began to count more open jobs than the statistics'
 	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
 	ExcessSince time.Time `json:"excessSince,omitzero"`
+	// Left are sets the pool moved on from, waiting for their runners to end before they are
+	// deleted.
+	Left []LeftScaleSet `json:"left,omitempty"`
 	// Recreated counts the sets created again after GitHub deleted them.
 	Recreated int `json:"recreated,omitempty"`
 	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
@@ -258,6 +274,8 @@ func (p *pool) tendScaleSet(now time.Time) {
 		p.startScaleSetListener(now)
 	case st.ListenerMax != p.bounds(now).Max:
 		p.tellListenerCapacity(p.bounds(now).Max)
+	case p.leftSetDue() >= 0:
+		p.deleteLeftScaleSet(p.leftSetDue())
 	}
 }
 
@@ -325,7 +343,7 @@ func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
 			p.leaveScaleSet(ctx, *st)
 		}
 		if st.ScaleSetID != out.ScaleSetID {
-			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error}
+			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error, Left: st.Left}
 		}
 		st.Key = key
 		p.logger.Info("Scale set ready", "scaleSet", out.ScaleSetID, "created", out.Created, "updated", out.Updated)
@@ -346,10 +364,56 @@ func (p *pool) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
 	if p.st.Spec.ScaleSet == nil || p.st.Spec.ScaleSet.KeepOnDelete || json.Unmarshal([]byte(old.Key), &was) != nil {
 		return
 	}
-	in := DeleteScaleSetInput{Scope: was.Scope, ScaleSetID: old.ScaleSetID}
-	if _, err := runActivity[DeleteScaleSetInput, DeleteScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityDeleteScaleSet, in); err != nil {
-		p.logger.Warn("Old scale set not deleted", "scaleSet", old.ScaleSetID, "error", err)
+	if workflow.GetVersion(ctx, changeScaleSetLeaveAfterRunners, workflow.DefaultVersion, 1) >= 1 {
+		// Deleted once its runners have ended (deleteLeftScaleSets): a job one runs completes.
+		left := LeftScaleSet{ScaleSetID: old.ScaleSetID, Scope: was.Scope}
+		for _, r := range p.st.Runners {
+			if !r.State.Terminal() {
+				left.Runners = append(left.Runners, r.Name)
+			}
+		}
+		p.st.ScaleSet.Left = append(p.st.ScaleSet.Left, left)
+		return
 	}
+	p.deleteScaleSet(ctx, was.Scope, old.ScaleSetID)
+}
+
+// deleteScaleSet deletes a set at GitHub. Best effort: a set left behind is GitHub's to
+// expire, and the operator's to delete.
+func (p *pool) deleteScaleSet(ctx workflow.Context, scope Scope, id int64) {
+	in := DeleteScaleSetInput{Scope: scope, ScaleSetID: id}
+	if _, err := runActivity[DeleteScaleSetInput, DeleteScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityDeleteScaleSet, in); err != nil {
+		p.logger.Warn("Old scale set not deleted", "scaleSet", id, "error", err)
+	}
+}
+
+// leftSetDue is the first set the pool left whose runners have all ended, or were removed by
+// an operator (-1: none).
+func (p *pool) leftSetDue() int {
+	return slices.IndexFunc(p.st.ScaleSet.Left, func(l LeftScaleSet) bool { return !p.anyRunnerOf(l.Runners) })
+}
+
+// deleteLeftScaleSet deletes the i-th set the pool left, beside the loop.
+func (p *pool) deleteLeftScaleSet(i int) {
+	left := p.st.ScaleSet.Left[i]
+	p.scaleSetBusy = true
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		defer func() { p.scaleSetBusy, p.changed = false, true }()
+		p.deleteScaleSet(ctx, left.Scope, left.ScaleSetID)
+		if st := p.st.ScaleSet; st != nil {
+			st.Left = slices.DeleteFunc(st.Left, func(l LeftScaleSet) bool { return l.ScaleSetID == left.ScaleSetID })
+			if len(st.Left) == 0 {
+				st.Left = nil
+			}
+		}
+	})
+}
+
+// anyRunnerOf reports whether any of the named runners is still the pool's and not ended.
+func (p *pool) anyRunnerOf(names []string) bool {
+	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool {
+		return !r.State.Terminal() && slices.Contains(names, r.Name)
+	})
 }
 
 // startScaleSetListener starts the set's listener as a child that outlives the pool's run

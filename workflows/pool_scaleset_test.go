@@ -428,3 +428,29 @@ func TestScaleSetPoolTrustsTheStatisticsPastAHold(t *testing.T) {
 	})
 	h.run(spec, at+10*time.Second)
 }
+
+// A pool renamed to another set while a runner of the old one runs a job: the old set is
+// deleted only once that runner has ended, so its job completes where it runs.
+func TestScaleSetPoolDeletesASetItLeftAfterItsRunners(t *testing.T) {
+	sim := &scaleSetSim{nextID: 5}
+	h, spec := newScaleSetPoolHarness(t)
+	h.onSegment = func() {
+		h.env.RegisterActivityWithOptions(sim.ensure, activity.RegisterOptions{Name: ActivityEnsureScaleSet})
+		h.env.RegisterActivityWithOptions(sim.delete, activity.RegisterOptions{Name: ActivityDeleteScaleSet})
+		h.env.RegisterWorkflowWithOptions(sim.listener, workflow.RegisterOptions{Name: ScaleSetListenerWorkflowType})
+	}
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, scaleSetMessage(5, 1, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	var busy []string
+	h.at(2*time.Minute, func() { busy = h.startJobsWithIDs(1) })
+	renamed := spec
+	renamed.ScaleSet = &ScaleSetSpec{Name: "linux-big"}
+	h.at(2*time.Minute+10*time.Second, func() { h.update("rename", UpdateApply, ApplyRequest{Spec: renamed}) })
+	h.check(3*time.Minute, "on the new set; the old one kept while its runner runs", func(st PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID == 6 && len(st.ScaleSet.Left) == 1 && len(sim.deleted) == 0
+	})
+	h.at(4*time.Minute, func() { h.finishJobs(busy) })
+	h.check(5*time.Minute, "the old set deleted after its runner ended", func(st PoolStatus) bool {
+		return len(st.ScaleSet.Left) == 0 && slices.Equal(sim.deleted, []int64{5})
+	})
+	h.run(spec, 5*time.Minute+time.Second)
+}
