@@ -143,6 +143,9 @@ func TestChangelogCommitsResolve(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("a git checkout, but no git to resolve CHANGELOG.md's commits with: %v", err)
 	}
+	if out, err := exec.Command("git", "rev-parse", "--is-shallow-repository").Output(); err == nil && strings.TrimSpace(string(out)) == "true" {
+		t.Skip("a shallow clone holds no release's commit: fetch the history (git fetch --unshallow) to check them")
+	}
 	for _, s := range readChangelog(t).releases {
 		if s.commit == "" {
 			continue // TestChangelogDescribesTheRelease reports it
