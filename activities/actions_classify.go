@@ -35,6 +35,9 @@ var (
 // sessionExpiredException is the exception the service names when a call's session expired.
 const sessionExpiredException = "RunnerScaleSetSessionExpiredException"
 
+// scaleSetExistsException is the exception the service names when a set's name is taken.
+const scaleSetExistsException = "RunnerScaleSetExistsException"
+
 // classifyActionsError is the one place Actions service errors become Temporal application
 // errors. The status comes from the call's recorded answer (a: withAnswer); the client's
 // sentinel errors name a busy, missing or existing runner. The message keeps the client's text
@@ -57,6 +60,10 @@ func classifyActionsError(call actionsCall, err error, a *answer) error {
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	case errors.Is(err, scaleset.RunnerNotFoundError):
 		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrNotFound, nil)
+	case status == http.StatusBadRequest && call == callEnsureScaleSet && strings.Contains(err.Error(), scaleSetExistsException):
+		// A set of that name was made meanwhile: the service answers 400 with this exception,
+		// not 409. Retried: the retry adopts it.
+		return temporal.NewApplicationError(msg, workflows.ErrTransient)
 	case status == http.StatusBadRequest && call.on404 == workflows.ErrSessionLost &&
 		strings.Contains(err.Error(), sessionExpiredException):
 		// The service answers a call on a session it timed out with 400 and this exception

@@ -235,3 +235,23 @@ func TestWithoutSecretRedactsAndKeepsTheType(t *testing.T) {
 		t.Errorf("plain error not redacted: %v", plain)
 	}
 }
+
+// The Actions service's 400s that name their exception: an expired session is a lost one, a
+// taken name is a set made meanwhile (retried, and adopted); any other 400 is a bad request.
+func TestClassifyActionsBadRequests(t *testing.T) {
+	for _, tc := range []struct {
+		call actionsCall
+		text string
+		want string
+	}{
+		{callSessionQueue, "400: GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionExpiredException, GitHub.Actions.Runtime.WebApi: expired", workflows.ErrSessionLost},
+		{callEnsureScaleSet, "400: GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException, GitHub.Actions.Runtime.WebApi: taken", workflows.ErrTransient},
+		{callEnsureScaleSet, "400: GitHub.Actions.Runtime.WebApi.InvalidRequestException: no labels", workflows.ErrInvalidSpec},
+		{callOpenSession, "400: GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionExpiredException: expired", workflows.ErrInvalidSpec},
+	} {
+		err := classifyActionsError(tc.call, errors.New(tc.text), &answer{status: http.StatusBadRequest})
+		if got := errType(err); got != tc.want {
+			t.Errorf("%s: %q classified %s, want %s", tc.call.what, tc.text, got, tc.want)
+		}
+	}
+}

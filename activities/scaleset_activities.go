@@ -65,8 +65,8 @@ func (a *ScaleSetActivities) classify(scope workflows.Scope, call actionsCall, e
 }
 
 // EnsureScaleSet creates the set, or adopts the one GitHub has by that name in the group and
-// brings its labels to the spec. A create that meets a set made meanwhile (409) is retried,
-// and the retry adopts it.
+// brings its labels to the spec. A create that meets a set made meanwhile (400
+// RunnerScaleSetExistsException, or 409) is retried, and the retry adopts it.
 func (a *ScaleSetActivities) EnsureScaleSet(ctx context.Context, in workflows.EnsureScaleSetInput) (workflows.EnsureScaleSetOutput, error) {
 	if strings.TrimSpace(in.Name) == "" || len(in.Labels) == 0 {
 		return workflows.EnsureScaleSetOutput{}, temporal.NewNonRetryableApplicationError("a scale set needs a name and labels", workflows.ErrInvalidSpec, nil)
