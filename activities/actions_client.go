@@ -1,12 +1,16 @@
 package activities
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +133,7 @@ func (c *ScaleSetClients) httpOptions() []scaleset.HTTPOption {
 		}
 		if a, ok := resp.Request.Context().Value(answerKey{}).(*answer); ok {
 			a.record(resp)
+			a.peekMessage(resp)
 		}
 	}
 	return []scaleset.HTTPOption{scaleset.WithRetryableHTTPClint(rc), scaleset.WithLogger(slog.New(requestFailuresAtDebug{c.cfg.Logger.Handler()}))}
@@ -164,6 +169,46 @@ type answer struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter time.Duration
+	// message is the envelope of the last message a poll was answered with (messageOf).
+	message queueMessage
+}
+
+// queueMessage is a message-queue answer's envelope: which message, of what type. The client
+// fails on a type it does not know without saying which message it was, and a message no
+// listener deletes comes back to every session: the poll reads the envelope itself to get
+// past it.
+type queueMessage struct {
+	ID   int64  `json:"messageId"`
+	Type string `json:"messageType"`
+}
+
+// maxPeekedMessage bounds how much of a message the envelope is read from: a message holds at
+// most 50 job messages of a few hundred bytes each.
+const maxPeekedMessage = 4 << 20
+
+// peekMessage reads a message-queue answer's envelope and puts the body back for the client.
+func (a *answer) peekMessage(resp *http.Response) {
+	if resp.StatusCode != http.StatusOK || resp.Request.Method != http.MethodGet || !strings.HasSuffix(resp.Request.URL.Path, "/messages") {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPeekedMessage))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+	var m queueMessage
+	if err == nil && json.Unmarshal(body, &m) == nil {
+		a.mu.Lock()
+		a.message = m
+		a.mu.Unlock()
+	}
+}
+
+// lastMessage is the envelope of the last message a poll was answered with (zero: none).
+func (a *answer) lastMessage() queueMessage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.message
 }
 
 type answerKey struct{}

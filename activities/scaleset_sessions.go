@@ -182,6 +182,9 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 			a.closeOnStop(in.Session, sc)
 			return workflows.PollScaleSetOutput{}, errWorkerStopping("poll")
 		case r := <-done:
+			if m := ans.lastMessage(); r.err != nil && m.ID > 0 && m.Type != jobMessagesType {
+				return workflows.PollScaleSetOutput{}, a.skipUnknownMessage(ctx, sc, m)
+			}
 			if r.err != nil {
 				err := classifyActionsError(callSessionQueue, r.err, ans)
 				if isErrType(err, workflows.ErrSessionLost) {
@@ -196,6 +199,24 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 			}
 		}
 	}
+}
+
+// jobMessagesType is the one message type the client reads.
+const jobMessagesType = "RunnerScaleSetJobMessages"
+
+// skipUnknownMessage deletes a message of a type the client cannot read, so it does not come
+// back to every poll of every session and leave the set deaf; the poll then answers no message
+// and the next poll goes on past it.
+func (a *ScaleSetActivities) skipUnknownMessage(ctx context.Context, sc *scaleset.MessageSessionClient, m queueMessage) error {
+	ctx, ans := withAnswer(ctx)
+	err := sc.DeleteMessage(ctx, int(m.ID))
+	if status, _ := ans.last(); err != nil && status != http.StatusNotFound {
+		return classifyActionsError(callSessionQueue, err, ans)
+	}
+	if activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("Scale-set message of a type the client cannot read skipped", "messageID", m.ID, "messageType", m.Type)
+	}
+	return nil
 }
 
 // closeOnStop closes a polled session as its worker stops. The poll's own context ends with

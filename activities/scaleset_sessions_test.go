@@ -169,3 +169,32 @@ func TestStoppingWorkerClosesItsSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleSetPollGetsPastAMessageOfAnUnknownType: a queue message of a type the client cannot
+// read is deleted by the poll, which answers no message, instead of failing every poll of
+// every session; the job messages behind it come next.
+func TestScaleSetPollGetsPastAMessageOfAnUnknownType(t *testing.T) {
+	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetUnknownMessages: githubdouble.UnknownQueueMessages})
+	set := e.ensure("odd", "odd")
+	sess, err := e.ssa.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set.ScaleSetID, Owner: "pool/odd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := workflows.ScaleSetSessionRef{ScaleSetID: set.ScaleSetID, SessionID: sess.SessionID}
+	poll := workflows.PollScaleSetInput{Session: ref, MaxCapacity: 4}
+	job, _ := e.gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "odd"}})
+	var got *workflows.ScaleSetMessage
+	for range 3 {
+		out, err := e.ssa.PollScaleSet(e.ctx, poll)
+		if err != nil {
+			t.Fatalf("a poll meeting an unknown message: %v, want it skipped", err)
+		}
+		if out.Message != nil {
+			got = out.Message
+			break
+		}
+	}
+	if got == nil || len(got.Jobs) != 1 || got.Jobs[0].RunnerRequestID != job.ID {
+		t.Errorf("message after the unknown one = %+v, want job %d assigned", got, job.ID)
+	}
+}
