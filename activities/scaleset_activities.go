@@ -104,15 +104,24 @@ func (a *ScaleSetActivities) EnsureScaleSet(ctx context.Context, in workflows.En
 		if err != nil {
 			return workflows.EnsureScaleSetOutput{}, a.classify(in.Scope, callEnsureScaleSet, err, ans)
 		}
-		return workflows.EnsureScaleSetOutput{ScaleSetID: int64(created.ID), Created: true}, nil
-	case sameLabels(have.Labels, in.Labels) && have.RunnerSetting.DisableUpdate:
+		return workflows.EnsureScaleSetOutput{ScaleSetID: int64(created.ID), Created: true,
+			NameOnlyLabels: keptOnlyItsName(created.Labels, in)}, nil
+	case have.RunnerSetting.DisableUpdate && sameLabels(have.Labels, in.Labels):
 		return workflows.EnsureScaleSetOutput{ScaleSetID: int64(have.ID)}, nil
 	}
 	updated, err := c.UpdateRunnerScaleSet(ctx, have.ID, want)
 	if err != nil {
 		return workflows.EnsureScaleSetOutput{}, a.classify(in.Scope, callEnsureScaleSet, err, ans)
 	}
-	return workflows.EnsureScaleSetOutput{ScaleSetID: int64(updated.ID), Updated: true}, nil
+	return workflows.EnsureScaleSetOutput{ScaleSetID: int64(updated.ID), Updated: true,
+		NameOnlyLabels: keptOnlyItsName(updated.Labels, in)}, nil
+}
+
+// keptOnlyItsName reports whether the set the service answered carries only its name as its
+// label while the spec asks for others: GHES without custom scale-set labels drops them
+// without an error (the client's README, "GitHub Enterprise Server").
+func keptOnlyItsName(got []scaleset.Label, in workflows.EnsureScaleSetInput) bool {
+	return len(got) == 1 && strings.EqualFold(got[0].Name, in.Name) && !sameLabels(got, in.Labels)
 }
 
 func scaleSetLabels(names []string) []scaleset.Label {

@@ -84,6 +84,33 @@ func TestEnsureScaleSetCreatesAdoptsAndUpdates(t *testing.T) {
 	}
 }
 
+// A service that keeps only a set's name as its label (GHES without custom scale-set labels)
+// is told apart: the set is reported name-only, on create and on update alike, while a set
+// whose only label is its name is not.
+func TestEnsureScaleSetReportsAServiceThatKeepsOnlyTheName(t *testing.T) {
+	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetNameOnlyLabelsFor: githubdouble.JobOffersFor(githubdouble.ScaleSetKey{
+		Scope: githubdouble.OrgScope("acme"), Name: "ghes-set"})})
+	created := e.ensure("ghes-set", "linux", "x64", "gpu")
+	if !created.Created || !created.NameOnlyLabels {
+		t.Errorf("created = %+v, want the set reported name-only", created)
+	}
+	updated := e.ensure("ghes-set", "linux", "arm64")
+	if !updated.Updated || !updated.NameOnlyLabels {
+		t.Errorf("updated = %+v, want the set updated and reported name-only", updated)
+	}
+	if named := e.ensure("ghes-set", "ghes-set"); named.NameOnlyLabels || named.Updated {
+		t.Errorf("a set labelled only by its name, as its spec says = %+v, want it adopted as it is", named)
+	}
+	if three := e.ensure("three", "linux", "x64", "gpu"); three.NameOnlyLabels {
+		t.Errorf("a set of a service that keeps labels = %+v, want its three labels kept", three)
+	}
+	for _, set := range e.gh.ScaleSets() {
+		if set.Name == "three" && len(set.Labels) != 3 {
+			t.Errorf("set three has labels %v, want three", set.Labels)
+		}
+	}
+}
+
 func TestEnsureScaleSetInAMissingRunnerGroupIsNotFound(t *testing.T) {
 	e := newScaleSetEnv(t, githubdouble.Config{})
 	_, err := e.ssa.EnsureScaleSet(e.ctx, workflows.EnsureScaleSetInput{Scope: acme, RunnerGroup: "nope", Name: "s", Labels: []string{"s"}})

@@ -68,6 +68,11 @@ type PoolScaleSetState struct {
 	// ExcessSince is when the ledger began to count more open jobs than the statistics'
 	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
 	ExcessSince time.Time `json:"excessSince,omitzero"`
+	// NameOnlyLabels: the service kept only the set's name as its label when the pool last
+	// brought the set to the spec (GHES without custom scale-set labels); the spec's other
+	// labels route no job to it. The pool brings the set to the spec only when the spec
+	// changes it (Key), so such a service is not asked again at every iteration.
+	NameOnlyLabels bool `json:"nameOnlyLabels,omitempty"`
 	// Left are sets the pool moved on from, waiting for their runners to end before they are
 	// deleted.
 	Left []LeftScaleSet `json:"left,omitempty"`
@@ -343,9 +348,14 @@ func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
 			p.leaveScaleSet(ctx, *st)
 		}
 		if st.ScaleSetID != out.ScaleSetID {
-			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error, Left: st.Left}
+			*st = PoolScaleSetState{ScaleSetID: out.ScaleSetID, Recreated: st.Recreated, Error: st.Error, Left: st.Left,
+				NameOnlyLabels: st.NameOnlyLabels}
 		}
-		st.Key = key
+		st.Key, st.NameOnlyLabels = key, out.NameOnlyLabels
+		if out.NameOnlyLabels {
+			p.logger.Warn("The service kept only the scale set's name as its label: jobs reach it by runs-on naming the set",
+				"scaleSet", out.ScaleSetID, "labels", in.Labels)
+		}
 		p.logger.Info("Scale set ready", "scaleSet", out.ScaleSetID, "created", out.Created, "updated", out.Updated)
 	})
 }

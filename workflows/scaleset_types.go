@@ -52,6 +52,10 @@ type EnsureScaleSetOutput struct {
 	// Created: there was none of that name; Updated: there was, with other labels.
 	Created bool `json:"created,omitempty"`
 	Updated bool `json:"updated,omitempty"`
+	// NameOnlyLabels: the set kept only its name as its label though the spec names others
+	// (GHES before 3.21 without DistributedTask.AllowRunnerScaleSetCustomLabels): jobs reach
+	// it only by runs-on naming the set.
+	NameOnlyLabels bool `json:"nameOnlyLabels,omitempty"`
 }
 
 // DeleteScaleSetInput names a scale set to delete.

@@ -157,7 +157,7 @@ func (s *Server) svcCreateScaleSet(_ *http.Request, scope Scope, body []byte) (i
 	}
 	ss := &scaleSet{
 		id: s.st.next("scaleset"), name: in.Name, scope: scope, group: group,
-		labels: scaleSetLabels(in), disableUpdate: in.RunnerSetting.DisableUpdate,
+		labels: s.keptLabels(scope, in), disableUpdate: in.RunnerSetting.DisableUpdate,
 		created: s.now(), jobs: map[int64]bool{}, offers: s.offersJobs(scope, in.Name),
 	}
 	s.st.scaleSets[ss.id] = ss
@@ -178,6 +178,15 @@ func (s *Server) offersJobs(scope Scope, name string) bool {
 // onto a taken name is assumed to be refused alike.
 func errScaleSetExists(group runnerGroup) *serviceError {
 	return svcErr(http.StatusBadRequest, excScaleSetExists, "The runner scale set already exists in runner group %s.", group.name)
+}
+
+// keptLabels are the labels the service keeps of those a create or an update sent: all of
+// them, or only the set's name where Config.ScaleSetNameOnlyLabelsFor says so.
+func (s *Server) keptLabels(scope Scope, in scaleSetJSON) []scaleSetLabelJSON {
+	if s.cfg.ScaleSetNameOnlyLabelsFor != nil && s.cfg.ScaleSetNameOnlyLabelsFor(ScaleSetKey{Scope: scope, Name: in.Name}) {
+		return []scaleSetLabelJSON{{Type: "System", Name: in.Name}}
+	}
+	return scaleSetLabels(in)
 }
 
 // scaleSetLabels are a set's labels: those sent, or its name when none were.
@@ -256,7 +265,8 @@ func (s *Server) svcUpdateScaleSet(r *http.Request, scope Scope, body []byte) (i
 	}
 	ss.name, ss.group, ss.disableUpdate = name, group, in.RunnerSetting.DisableUpdate
 	if len(in.Labels) > 0 {
-		ss.labels = scaleSetLabels(in)
+		in.Name = name
+		ss.labels = s.keptLabels(scope, in)
 	}
 	s.routeQueuedToScaleSets()
 	return http.StatusOK, s.renderScaleSet(ss), nil

@@ -84,6 +84,12 @@ type Config struct {
 	// is created, and a set it answers true for is offered its jobs. JobOffersFor builds one
 	// from scopes and set names; nil offers to no set.
 	ScaleSetJobOffersFor func(ScaleSetKey) bool
+	// ScaleSetNameOnlyLabelsFor chooses the sets that keep only their name as their label, as
+	// GHES without custom scale-set labels does (before 3.21, unless the appliance's
+	// DistributedTask.AllowRunnerScaleSetCustomLabels flag is on): the other labels a create
+	// or an update sends are dropped without an error (the client's README, "GitHub Enterprise
+	// Server"). JobOffersFor builds one as well; nil keeps every label sent.
+	ScaleSetNameOnlyLabelsFor func(ScaleSetKey) bool
 	// ScaleSetUnknownMessages puts a message of a type no client knows into every set's queue,
 	// ahead of each batch of job messages, in a job message's place or in a queue message's
 	// (UnknownJobMessages, UnknownQueueMessages), to show that a listener does not stall on one.
