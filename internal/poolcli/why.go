@@ -98,9 +98,20 @@ func gatherWhy(ctx context.Context, c client.Client, job int64, opt WhyOptions) 
 		if i := slices.IndexFunc(st.Runners, func(r workflows.PoolRunner) bool { return r.JobID == job }); i >= 0 {
 			runner, f.Pool, f.Running = &st.Runners[i], &st, true
 		}
+		if st.ScaleSet != nil {
+			f.ScaleSets = append(f.ScaleSets, scaleSetOf(&st, job))
+		}
 	}
 	if f.Pool != nil && f.Running {
 		f.Reservation = nil // the job has its runner; the reservation only waits for it to end
+	}
+	if f.Pool == nil {
+		if err := placeInScaleSets(ctx, c, &f, all, job); err != nil {
+			return f, err
+		}
+	}
+	if f.ScaleSet != nil {
+		runner = setRunner(f.Pool, f.ScaleSet.Job, job)
 	}
 	if f.Pool == nil {
 		if f.Unmatched, err = unmatchedJob(ctx, c, job); err != nil {

@@ -30,6 +30,11 @@ const (
 	CauseStarting     Cause = "runner-starting"
 	CauseScaling      Cause = "pool-deciding"
 	CauseNoPoolExists Cause = "no-pools"
+	// A scale-set pool hears of its jobs from its set's listener, not from webhooks: a job
+	// its set does not hold yet waits at GitHub or at the listener (why_scaleset_decide.go).
+	CauseSetNotListening Cause = "scaleset-not-listening"
+	CauseSetOffered      Cause = "scaleset-offered"
+	CauseSetNotAssigned  Cause = "scaleset-not-assigned"
 )
 
 // WhyFacts is everything `why` read about one job, gathered by gatherWhy; decideCause judges
@@ -54,6 +59,11 @@ type WhyFacts struct {
 	// Pulled are the pools that read their demand from GitHub by pull: they count queued jobs
 	// and hold no job by id, so a job only they serve is never held.
 	Pulled []PulledPool `json:"pulled,omitempty"`
+	// ScaleSets are the scale-set pools' sets, each with where the job stands in it.
+	ScaleSets []ScaleSetFacts `json:"scaleSets,omitempty"`
+	// ScaleSet is the one of ScaleSets that knows the job (Pool is its pool); nil when none
+	// does.
+	ScaleSet *ScaleSetFacts `json:"-"`
 }
 
 // PulledPool is a pool's last pull, as its status reports it.
@@ -117,15 +127,24 @@ var githubActivities = map[string]bool{
 }
 
 // decideCause says why the job waits, from the job's side outward: the job itself (started,
-// never received, no pool), then its pool's mode and quota, then the runner it waits for, then
-// the pool's bounds.
+// never received, no pool, where its scale set has it), then its pool's mode and quota, then
+// the runner it waits for, then the pool's bounds.
 func decideCause(f WhyFacts) Verdict {
 	if f.Running {
 		return Verdict{CauseNone, fmt.Sprintf("running on %s", f.Runner.Status.Name)}
 	}
+	if f.ScaleSet != nil {
+		return scaleSetCause(f)
+	}
 	if f.Reservation == nil {
 		return jobNotHeld(f)
 	}
+	return poolCause(f)
+}
+
+// poolCause judges a job its pool holds and no runner runs: the pool's mode and quota, then
+// the runner it waits for, then the pool's bounds.
+func poolCause(f WhyFacts) Verdict {
 	p := f.Pool
 	if p.Mode != workflows.PoolActive {
 		return Verdict{CausePaused, fmt.Sprintf("pool %s is %s (%s): it starts no runner", p.Name, p.Mode, p.ModeReason)}
@@ -155,12 +174,19 @@ func jobNotHeld(f WhyFacts) Verdict {
 		return Verdict{CauseNoPool, d}
 	case f.Pools == 0:
 		return Verdict{CauseNoPoolExists, "no pool is running"}
+	case len(f.ScaleSets) == f.Pools:
+		// Every pool hears its jobs from its set: there is no intake to have missed the job.
+		return setsNotHolding(f.ScaleSets, f.Now)
 	}
 	d := "no pool holds the job and the intake recorded no unmatched delivery for it: " +
 		"GitHub's delivery never reached the intake or was refused (see the webhook's recent deliveries; " +
 		"the reconcile Schedule redelivers failed ones), or the job finished long ago"
 	for _, p := range f.Pulled {
 		d += fmt.Sprintf("; pool %s reads its demand by pull and holds no job by id (last read %s: %d queued)", p.Pool, clock(p.At), p.Queued)
+	}
+	for _, s := range f.ScaleSets {
+		_, why := s.notHolding(f.Now)
+		d += fmt.Sprintf("; pool %s hears its jobs from its scale set: %s", s.Pool, why)
 	}
 	return Verdict{CauseNotReceived, d}
 }

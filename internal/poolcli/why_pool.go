@@ -23,6 +23,8 @@ const maxRunnerReads = 20
 
 // WaitingJob is one of a pool's queued jobs without a runner, and why.
 type WaitingJob struct {
+	// Job is the job's id; for a job of a scale set, its runner request id (the set's messages
+	// carry no other).
 	Job        int64     `json:"job"`
 	Repository string    `json:"repository,omitempty"`
 	QueuedAt   time.Time `json:"queuedAt,omitzero"`
@@ -95,33 +97,45 @@ func poolViewOf(st *workflows.PoolStatus, r workflows.PoolRunner, opt WhyOptions
 		Status: workflows.RunnerStatus{Pool: st.Name, Name: r.Name, State: r.State}}
 }
 
-// PoolWaiting explains each of the pool's waiting jobs: the pool's status it was given, plus a
-// description and a query of each starting runner paired with a job (at most maxRunnerReads).
+// PoolWaiting explains each of the pool's waiting jobs (its reservations no runner runs, then
+// its scale set's jobs no runner started): the pool's status it was given, plus a description
+// and a query of each starting runner paired with a job (at most maxRunnerReads).
 func PoolWaiting(ctx context.Context, c client.Client, st workflows.PoolStatus, opt WhyOptions) ([]WaitingJob, error) {
 	now := time.Now
 	if opt.Now != nil {
 		now = opt.Now
 	}
+	var jobs []WaitingJob
+	var facts []WhyFacts
+	for _, res := range waitingJobs(&st) {
+		jobs = append(jobs, WaitingJob{Job: res.JobID, Repository: res.Repository, QueuedAt: since(res)})
+		facts = append(facts, WhyFacts{Reservation: &res})
+	}
+	if st.ScaleSet != nil {
+		for _, id := range st.ScaleSet.Ledger.Waiting {
+			set := scaleSetOf(&st, id)
+			jobs = append(jobs, WaitingJob{Job: id})
+			facts = append(facts, WhyFacts{ScaleSet: &set})
+		}
+	}
 	starting := startingRunners(&st)
-	var out []WaitingJob
-	for i, res := range waitingJobs(&st) {
-		f := WhyFacts{Now: now(), Pools: 1, Reservation: &res, Pool: &st}
-		w := WaitingJob{Job: res.JobID, Repository: res.Repository, QueuedAt: since(res)}
+	for i := range jobs {
+		f := &facts[i]
+		f.Now, f.Pools, f.Pool = now(), 1, &st
 		if i < len(starting) {
-			w.Runner = starting[i].Name
+			jobs[i].Runner = starting[i].Name
 			f.Runner = poolViewOf(&st, starting[i], opt)
 			if i < maxRunnerReads {
 				rf, err := readRunner(ctx, c, &st, starting[i], opt)
 				if err != nil {
-					return out, err
+					return jobs[:i], err
 				}
 				f.Runner = rf
 			}
 		}
-		w.Verdict = decideCause(f)
-		out = append(out, w)
+		jobs[i].Verdict = decideCause(*f)
 	}
-	return out, nil
+	return jobs, nil
 }
 
 // printWaiting writes a pool's waiting jobs for a person.

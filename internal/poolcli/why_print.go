@@ -27,6 +27,17 @@ func whyPath(f WhyFacts) []Step {
 			add(d.At, "pool decided desired %d, started %v: %s", d.Desired, d.Started, d.Why)
 		}
 	}
+	if s := f.ScaleSet; s != nil {
+		if s.Job.OfferCarried {
+			add(s.Job.OfferedAt, "offered to %s (before its listener's run began)", s.name())
+		} else {
+			add(s.Job.OfferedAt, "offered to %s", s.name())
+		}
+		if a := s.Job.Acquire; a != nil {
+			add(a.At, "the listener acquired it: %s", a.Outcome)
+		}
+		add(s.Set.MessageAt, "%s's last message (%d)", s.name(), s.Set.Ledger.LastMessageID)
+	}
 	if r := f.Runner; r != nil {
 		add(r.Started, "runner workflow %s started", r.WorkflowID)
 		add(r.Status.PodCreatedAt, "pod %s created", r.Status.Name)
@@ -74,7 +85,38 @@ func printWhy(w io.Writer, r WhyReport) {
 	} else {
 		fmt.Fprintf(w, "Not waiting: %s\n", r.Detail)
 	}
+	for _, s := range whySets(r.Facts) {
+		fmt.Fprintf(w, "%s\n", s.summary())
+	}
 	if rf := r.Facts.Runner; rf != nil && rf.UILink != "" {
 		fmt.Fprintf(w, "Runner workflow: %s\n", rf.UILink)
 	}
+}
+
+// whySets are the sets a report speaks of: the one that knows the job, else every set (none
+// holds it, and each says why).
+func whySets(f WhyFacts) []ScaleSetFacts {
+	for _, s := range f.ScaleSets {
+		if s.Job.Place != SetUnknown {
+			return []ScaleSetFacts{s}
+		}
+	}
+	return f.ScaleSets
+}
+
+// summary is one line on a set for a person, capitalized: its listener and GitHub's
+// statistics beside the pool's ledger, as `starter get` shows them.
+func (s ScaleSetFacts) summary() string {
+	listener := "not running"
+	if s.Set.Listening {
+		listener = "running"
+	}
+	last := "none yet"
+	if !s.Set.MessageAt.IsZero() {
+		last = fmt.Sprintf("%d at %s", s.Set.Ledger.LastMessageID, clock(s.Set.MessageAt))
+	}
+	st := s.Set.Statistics
+	return fmt.Sprintf("S%s of pool %s: listener %s, session %q, last message %s; GitHub: %d assigned of maximum %d, %d running, %d available; ledger: %d waiting, %d running",
+		s.name()[1:], s.Pool, listener, s.Set.SessionID, last, st.AssignedJobs, s.Set.ListenerMax, st.RunningJobs, st.AvailableJobs,
+		len(s.Set.Ledger.Waiting), len(s.Set.Ledger.Running))
 }

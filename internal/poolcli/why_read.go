@@ -65,18 +65,24 @@ func longestPending(acts []*workflowpb.PendingActivityInfo) *PendingActivity {
 	if first == nil {
 		return nil
 	}
-	p := &PendingActivity{
-		Type:    first.GetActivityType().GetName(),
-		Started: first.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED,
-		Attempt: first.GetAttempt(),
+	p := pendingActivity(first)
+	return &p
+}
+
+// pendingActivity is one pending activity as `why` reports it.
+func pendingActivity(a *workflowpb.PendingActivityInfo) PendingActivity {
+	p := PendingActivity{
+		Type:    a.GetActivityType().GetName(),
+		Started: a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED,
+		Attempt: a.GetAttempt(),
 	}
-	if t := first.GetScheduledTime(); t != nil {
+	if t := a.GetScheduledTime(); t != nil {
 		p.Scheduled = t.AsTime()
 	}
-	if t := first.GetNextAttemptScheduleTime(); t != nil {
+	if t := a.GetNextAttemptScheduleTime(); t != nil {
 		p.NextAttempt = t.AsTime()
 	}
-	if f := first.GetLastFailure(); f != nil {
+	if f := a.GetLastFailure(); f != nil {
 		p.Failure = f.GetMessage()
 		p.FailureType = f.GetApplicationFailureInfo().GetType()
 		if f.GetTimeoutFailureInfo() != nil {
