@@ -31,10 +31,12 @@ const (
 // ScaleSetFacts is a scale-set pool's set as `why` read it: the pool's hold on the set (its
 // status), the listener's pending work when read, and where the job stands in the set.
 type ScaleSetFacts struct {
-	Pool    string                      `json:"pool"`
-	SetName string                      `json:"setName"`
-	Labels  []string                    `json:"labels,omitempty"`
-	Set     workflows.PoolScaleSetState `json:"set"`
+	Pool    string `json:"pool"`
+	SetName string `json:"setName"`
+	// Labels are those a job's runs-on must all be among to reach the set: the pool's, or the
+	// set's name alone where the service kept only that.
+	Labels []string                    `json:"labels,omitempty"`
+	Set    workflows.PoolScaleSetState `json:"set"`
 	// Listener is the set's listener workflow, read when the pool's ledger does not hold the
 	// job.
 	Listener *ListenerFacts `json:"listener,omitempty"`

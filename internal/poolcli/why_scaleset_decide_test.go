@@ -2,6 +2,7 @@ package poolcli
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,19 @@ func TestPrintWhyShowsTheScaleSets(t *testing.T) {
 	printWhy(&out, WhyReport{Job: 77, Waiting: true, Verdict: decideCause(f), Facts: f})
 	if text := out.String(); !strings.Contains(text, `Scale set "arm" (id 4) of pool arm`) || !strings.Contains(text, `Scale set "linux-x64" (id 3) of pool linux`) {
 		t.Errorf("a job no set holds is not shown beside every set:\n%s", text)
+	}
+}
+
+// A job reaches a set by the pool's labels, or by the set's name alone where the service kept
+// only that (GHES without custom scale-set labels).
+func TestScaleSetOfNamesTheLabelsJobsReachItBy(t *testing.T) {
+	st := workflows.PoolStatus{Name: "linux", Spec: workflows.PoolSpec{Name: "linux", Labels: []string{"self-hosted", "x64"},
+		ScaleSet: &workflows.ScaleSetSpec{Name: "linux-x64"}}, ScaleSet: &workflows.PoolScaleSetState{ScaleSetID: 3}}
+	if got := scaleSetOf(&st, 1).Labels; !slices.Equal(got, []string{"self-hosted", "x64"}) {
+		t.Errorf("labels %v, want the pool's", got)
+	}
+	st.ScaleSet.NameOnlyLabels = true
+	if got := scaleSetOf(&st, 1).Labels; !slices.Equal(got, []string{"linux-x64"}) {
+		t.Errorf("a set that kept only its name is reached by %v, want [linux-x64]", got)
 	}
 }

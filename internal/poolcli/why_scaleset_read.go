@@ -22,14 +22,18 @@ import (
 // description each, and the current run's history where its set has offers).
 const maxListenerReads = 5
 
-// scaleSetOf is a scale-set pool's set as `why` judges it, with the job's place in the pool's
-// ledger.
+// scaleSetOf is a scale-set pool's set as `why` judges it, with the labels jobs reach it by and
+// the job's place in the pool's ledger.
 func scaleSetOf(st *workflows.PoolStatus, job int64) ScaleSetFacts {
 	name := st.Spec.Name
 	if st.Spec.ScaleSet != nil && st.Spec.ScaleSet.Name != "" {
 		name = st.Spec.ScaleSet.Name
 	}
-	return ScaleSetFacts{Pool: st.Name, SetName: name, Labels: st.Spec.Labels, Set: *st.ScaleSet,
+	labels := st.Spec.Labels
+	if st.ScaleSet.NameOnlyLabels { // the service kept only the set's name: runs-on must name the set
+		labels = []string{name}
+	}
+	return ScaleSetFacts{Pool: st.Name, SetName: name, Labels: labels, Set: *st.ScaleSet,
 		Job: ledgerPlace(st.ScaleSet.Ledger, job)}
 }
 
