@@ -39,8 +39,11 @@ func (s *ScaleSetSessions) get(ref workflows.ScaleSetSessionRef) (*scaleset.Mess
 	if sc, ok := s.sessions[ref]; ok {
 		return sc, nil
 	}
-	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-		"message session %s of scale set %d is not held by this worker", ref.SessionID, ref.ScaleSetID), workflows.ErrSessionLost, nil)
+	// Expected after a restart under the same listener queue (a container restarted in its
+	// pod): benign, the listener opens a new session.
+	return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf(
+		"message session %s of scale set %d is not held by this worker", ref.SessionID, ref.ScaleSetID), workflows.ErrSessionLost,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // put keeps a session this worker opened; a worker that began stopping meanwhile keeps none

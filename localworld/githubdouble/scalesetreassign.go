@@ -109,3 +109,12 @@ func (s *Server) onLapse() {
 	}
 	s.lapseAssignments()
 }
+
+// SetScaleSetReassignAfter changes Config.ScaleSetReassignAfter of a running double (0 turns
+// reassignment off); assignments made before count from when they were made.
+func (s *Server) SetScaleSetReassignAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.ScaleSetReassignAfter = max(d, 0)
+	s.lapseAssignments()
+}

@@ -199,3 +199,11 @@ func (s *Server) svcRemoveRunner(r *http.Request, scope Scope, _ []byte) (int, a
 	s.removeRunner(rn)
 	return http.StatusNoContent, nil, nil
 }
+
+// SetScaleSetBacklogLimit changes Config.ScaleSetBacklogLimit of a running double (0 keeps
+// every job message).
+func (s *Server) SetScaleSetBacklogLimit(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.ScaleSetBacklogLimit = max(limit, 0)
+}
