@@ -1,6 +1,9 @@
 package pools
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,4 +77,68 @@ func TestScaleSetBacklogCutShortLosesNothing(t *testing.T) {
 	if st.Totals.Started < jobs || st.Totals.Started > jobs+jobs/50 {
 		t.Errorf("started %d runners for %d jobs, want one per job (within 2%%)", st.Totals.Started, jobs)
 	}
+}
+
+// TestScaleSetListenerServesAgainAfterItsWorkerIsKilled: the worker holding the set's session
+// is killed (SIGKILL: nothing closed). The listener notices the worker gone (the poll's
+// heartbeat, then schedule-to-start timeout), and the next worker opens the set's session as
+// soon as the service lets the dead one go, a retry later at most: the jobs queued meanwhile
+// run once each. The service's lifetime for such a session is shortened here (the double's
+// SetScaleSetSessionTimeout) so the test takes a minute, not three.
+func TestScaleSetListenerServesAgainAfterItsWorkerIsKilled(t *testing.T) {
+	const sessionLifetime = 20 * time.Second
+	p := newPoolTest(t, "ss-killed")
+	p.scaleSetPool(5, "1s")
+	p.stopWorker() // the session moves to the worker process, to be killed there
+	world.GitHub.SetScaleSetSessionTimeout(sessionLifetime)
+	t.Cleanup(func() { world.GitHub.SetScaleSetSessionTimeout(0) })
+	killed := startWorkerProcess(t, p.ns)
+	ids := p.queueJobs(2)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	before := p.status().ScaleSet.SessionID
+
+	if err := killed.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Wait()
+	at := time.Now()
+	p.startWorkerWith(nil)
+	ids = p.queueJobs(2)
+	st := p.eventually(5*time.Minute, "a new session", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet.SessionID != "" && st.ScaleSet.SessionID != before
+	})
+	serving := time.Since(at)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	// Noticing the worker gone, then the service's lifetime and one retry of the open at most.
+	noticed := workflows.ScaleSetPollPolicy.HeartbeatTimeout + workflows.ScaleSetPollPolicy.ScheduleToStartTimeout
+	bound := max(noticed, sessionLifetime) + workflows.ScaleSetSessionConflictRetry
+	t.Logf("serving again %s after the kill (bound %s); session %s → %s", serving.Round(time.Second), bound, before, st.ScaleSet.SessionID)
+	if serving > bound {
+		t.Errorf("the set was served again %s after its worker was killed, want within %s", serving.Round(time.Second), bound)
+	}
+}
+
+// startWorkerProcess builds and starts the worker binary for the namespace, as an operator
+// runs it; the test ends it (SIGKILL) if it still runs.
+func startWorkerProcess(t *testing.T, namespace string) *exec.Cmd {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../worker").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./worker: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin,
+		"--temporal-address", world.Temporal.Address, "--namespace", world.Temporal.Namespace,
+		"--kubeconfig", world.Kube.KubeconfigPath, "--watch-namespace", namespace,
+		"--github-url", world.GitHub.URL(), "--metrics-listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "GITHUB_TOKEN="+world.GitHubToken)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
 }

@@ -407,3 +407,14 @@ func (s *Server) queueDeleteMessage(r *http.Request) (int, any, *serviceError) {
 	ss.queue.delivered = slices.Delete(ss.queue.delivered, i, i+1)
 	return http.StatusNoContent, nil, nil
 }
+
+// SetScaleSetSessionTimeout changes Config.ScaleSetSessionTimeout of a running double (0
+// restores the default).
+func (s *Server) SetScaleSetSessionTimeout(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		d = defaultScaleSetSessionTimeout
+	}
+	s.cfg.ScaleSetSessionTimeout = d
+}
