@@ -35,13 +35,18 @@ import (
 var world *testworld.World
 
 // offeringOrg is the organization whose scale sets the double offers jobs to, as GHES does;
-// every other set is assigned its jobs, as on github.com.
-const offeringOrg = "org-ss-offers"
+// every other set is assigned its jobs, as on github.com. nameOnlyOrg's sets keep only their
+// name as their label, as GHES without custom scale-set labels does.
+const (
+	offeringOrg = "org-ss-offers"
+	nameOnlyOrg = "org-ss-name-only"
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(testworld.RunTests(m, testworld.WorldOptions{
-		WorkDuration:         time.Second,
-		ScaleSetJobOffersFor: githubdouble.JobOffersFor(githubdouble.ScaleSetKey{Scope: githubdouble.OrgScope(offeringOrg)}),
+		WorkDuration:              time.Second,
+		ScaleSetJobOffersFor:      githubdouble.JobOffersFor(githubdouble.ScaleSetKey{Scope: githubdouble.OrgScope(offeringOrg)}),
+		ScaleSetNameOnlyLabelsFor: githubdouble.ScaleSetsMatching(githubdouble.ScaleSetKey{Scope: githubdouble.OrgScope(nameOnlyOrg)}),
 	}, &world))
 }
 

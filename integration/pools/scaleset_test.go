@@ -231,3 +231,67 @@ func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 			before.ScaleSet.Ledger.LastMessageID, st.ScaleSet.Ledger.LastMessageID, before.ScaleSet.SessionID, st.ScaleSet.SessionID)
 	}
 }
+
+// TestScaleSetRenamedUnderABusyRunner: the pool is moved to a set of another name while a
+// runner of the old set runs a job. The job completes where it runs; the old set is deleted
+// only after its runner ended, and the new set serves the next job.
+func TestScaleSetRenamedUnderABusyRunner(t *testing.T) {
+	p := newPoolTest(t, "ss-rename")
+	old := p.scaleSetPool(3, "15s")
+	busy := p.queueJobs(1)
+	waitFor(t, wait, "the job running on the old set's runner", func() bool {
+		j, _ := world.GitHub.Job(busy[0])
+		return j.Status == githubdouble.StatusInProgress
+	})
+	spec := p.spec(0, 3, "1s")
+	spec.ScaleSet = &workflows.ScaleSetSpec{Name: p.name + "-next"}
+	p.apply(spec.WithDefaults())
+	st := p.eventually(wait, "on the new set, the old one kept while its runner runs", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet.ScaleSetID != old.ID && st.ScaleSet.Listening && len(st.ScaleSet.Left) == 1
+	})
+	if !setExists(old.ID) {
+		t.Fatalf("set %d deleted while its runner ran a job", old.ID)
+	}
+	p.checkRanOnceEach(p.jobsDone(busy))
+	p.eventually(wait, "the old set deleted after its runner", func(st workflows.PoolStatus) bool {
+		return len(st.ScaleSet.Left) == 0 && !setExists(old.ID)
+	})
+	p.sessionOpen(st.ScaleSet.ScaleSetID)
+	p.checkRanOnceEach(p.jobsDone(p.queueJobs(1)))
+}
+
+func setExists(id int64) bool {
+	return slices.ContainsFunc(world.GitHub.ScaleSets(), func(s githubdouble.ScaleSet) bool { return s.ID == id })
+}
+
+// TestScaleSetLabels: a set carries its pool's three labels; on a GHES that keeps only a set's
+// name as its label, the pool reports it in its status (which starter get prints).
+func TestScaleSetLabels(t *testing.T) {
+	p := newPoolTest(t, "ss-labels")
+	spec := p.spec(0, 2, "1s")
+	spec.Labels = []string{"self-hosted", "linux", "gpu"}
+	spec.ScaleSet = &workflows.ScaleSetSpec{}
+	world.GitHub.SetWebhookURL("")
+	p.apply(spec.WithDefaults())
+	st := p.eventually(wait, "the set created", func(st workflows.PoolStatus) bool { return st.ScaleSet != nil && st.ScaleSet.ScaleSetID != 0 })
+	set := p.sessionOpen(st.ScaleSet.ScaleSetID)
+	if len(set.Labels) != 3 || st.ScaleSet.NameOnlyLabels {
+		t.Errorf("set labels %v, name-only %v; want the pool's three labels kept", set.Labels, st.ScaleSet.NameOnlyLabels)
+	}
+
+	q := newPoolTest(t, "ss-name-only")
+	if q.org != nameOnlyOrg {
+		t.Fatalf("organization %s, want %s", q.org, nameOnlyOrg)
+	}
+	spec = q.spec(0, 2, "1s")
+	spec.Labels = []string{"self-hosted", "linux", "gpu"}
+	spec.ScaleSet = &workflows.ScaleSetSpec{}
+	q.apply(spec.WithDefaults())
+	st = q.eventually(wait, "the set created, reported name-only", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet != nil && st.ScaleSet.ScaleSetID != 0 && st.ScaleSet.NameOnlyLabels
+	})
+	set = q.sessionOpen(st.ScaleSet.ScaleSetID)
+	if len(set.Labels) != 1 || !strings.EqualFold(set.Labels[0], q.name) {
+		t.Errorf("set labels %v, want only its name", set.Labels)
+	}
+}

@@ -108,3 +108,21 @@ func TestPrintStatusShowsTheScaleSet(t *testing.T) {
 		t.Errorf("a pool without a scale set shows one:\n%s", out.String())
 	}
 }
+
+// A scale-set pool's status says what an operator must act on: a set that kept only its name
+// as its label, a ledger over GitHub's count, and sets left waiting for their runners.
+func TestPrintScaleSetSaysWhatNeedsAnOperator(t *testing.T) {
+	since := time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	printScaleSet(&out, &workflows.PoolScaleSetState{
+		ScaleSetID: 7, NameOnlyLabels: true, ExcessSince: since,
+		Ledger:     workflows.ScaleSetLedger{Waiting: []int64{1, 2, 3}},
+		Statistics: workflows.ScaleSetStatistics{AssignedJobs: 1},
+		Left:       []workflows.LeftScaleSet{{ScaleSetID: 5, Runners: []string{"r1"}}},
+	})
+	for _, want := range []string{"kept only its name", "2 jobs over GitHub's assigned count since 2026-11-28T01:00:00Z", "id 5, deleted once its 1 runner(s) have ended"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -88,7 +88,7 @@ type Config struct {
 	// GHES without custom scale-set labels does (before 3.21, unless the appliance's
 	// DistributedTask.AllowRunnerScaleSetCustomLabels flag is on): the other labels a create
 	// or an update sends are dropped without an error (the client's README, "GitHub Enterprise
-	// Server"). JobOffersFor builds one as well; nil keeps every label sent.
+	// Server"). ScaleSetsMatching builds one; nil keeps every label sent.
 	ScaleSetNameOnlyLabelsFor func(ScaleSetKey) bool
 	// ScaleSetUnknownMessages puts a message of a type no client knows into every set's queue,
 	// ahead of each batch of job messages, in a job message's place or in a queue message's
@@ -97,9 +97,10 @@ type Config struct {
 	ScaleSetUnknownMessages UnknownMessages
 	// ScaleSetReassignAfter is how long a job assigned to a scale set waits for one of the
 	// set's runners before the service takes it back and assigns it again, up to
-	// ScaleSetMaxReassignments times, then cancels it. 0 (the default) never takes a job back:
-	// runnerflow's pools do not handle reassignment yet. DefaultScaleSetReassignAfter is the
-	// service's timing as far as the public record shows it.
+	// ScaleSetMaxReassignments times, then cancels it. 0 (the default) never takes a job back,
+	// so a world's slow starts never cancel jobs; tests and the soak turn it on
+	// (SetScaleSetReassignAfter). DefaultScaleSetReassignAfter is the service's timing as far as
+	// the public record shows it.
 	ScaleSetReassignAfter time.Duration
 	// ScaleSetBacklogLimit is the most job messages the service keeps for a set, delivered or
 	// not: further ones are dropped, as the client README warns that large backlogs are
@@ -114,16 +115,20 @@ type ScaleSetKey struct {
 	Name  string
 }
 
-// JobOffersFor is a Config.ScaleSetJobOffersFor that offers jobs to the sets the keys name: a
-// key with a name matches the set of that name in its scope (case-insensitively, as the service
-// compares names); a key without one matches every set of its scope.
-func JobOffersFor(keys ...ScaleSetKey) func(ScaleSetKey) bool {
+// ScaleSetsMatching is a chooser of scale sets for Config.ScaleSetJobOffersFor or
+// Config.ScaleSetNameOnlyLabelsFor: a key with a name matches the set of that name in its scope
+// (case-insensitively, as the service compares names); a key without one matches every set of
+// its scope.
+func ScaleSetsMatching(keys ...ScaleSetKey) func(ScaleSetKey) bool {
 	return func(set ScaleSetKey) bool {
 		return slices.ContainsFunc(keys, func(k ScaleSetKey) bool {
 			return k.Scope.key() == set.Scope.key() && (k.Name == "" || strings.EqualFold(k.Name, set.Name))
 		})
 	}
 }
+
+// JobOffersFor is ScaleSetsMatching, named for Config.ScaleSetJobOffersFor.
+func JobOffersFor(keys ...ScaleSetKey) func(ScaleSetKey) bool { return ScaleSetsMatching(keys...) }
 
 // Server is a running GitHub double. All state sits behind one mutex; ids come from counters,
 // so a scenario replayed against a fresh Server yields the same ids.

@@ -40,6 +40,9 @@ type WorldOptions struct {
 	// ScaleSetJobOffersFor chooses the scale sets the double offers jobs to (GHES's flow)
 	// rather than assigns them (github.com's); nil assigns every set's jobs.
 	ScaleSetJobOffersFor func(githubdouble.ScaleSetKey) bool
+	// ScaleSetNameOnlyLabelsFor chooses the scale sets that keep only their name as their
+	// label (GHES without custom scale-set labels); nil keeps every set's labels.
+	ScaleSetNameOnlyLabelsFor func(githubdouble.ScaleSetKey) bool
 }
 
 // World is the local test world: a real Temporal server, a real kube-apiserver with etcd and
@@ -120,12 +123,13 @@ func (w *World) startServers(ctx context.Context, opts WorldOptions) (err error)
 func (w *World) startGitHub(opts WorldOptions, logger *slog.Logger) (err error) {
 	w.GitHubToken = "ghp_" + randomHex(18)
 	w.GitHub, err = githubdouble.Start(githubdouble.Config{
-		Tokens:                   []string{w.GitHubToken},
-		RateLimit:                opts.GitHubRateLimit,
-		SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
-		WebhookSecret:            opts.WebhookSecret,
-		ScaleSetJobOffersFor:     opts.ScaleSetJobOffersFor,
-		Logger:                   logger.With("part", "github-double"),
+		Tokens:                    []string{w.GitHubToken},
+		RateLimit:                 opts.GitHubRateLimit,
+		SecondaryPointsPerMinute:  opts.GitHubPointsPerMinute,
+		WebhookSecret:             opts.WebhookSecret,
+		ScaleSetJobOffersFor:      opts.ScaleSetJobOffersFor,
+		ScaleSetNameOnlyLabelsFor: opts.ScaleSetNameOnlyLabelsFor,
+		Logger:                    logger.With("part", "github-double"),
 	})
 	if err != nil {
 		return fmt.Errorf("github double: %w", err)
