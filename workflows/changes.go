@@ -72,7 +72,7 @@ var Changes = []Change{
 	{changeScaleSetAcquireOffers, ScaleSetListenerWorkflowType, "v7", "a listener acquires the jobs its set is offered (GHES), as many as the set has room for"},
 	{changeScaleSetCapacityDrained, ScaleSetListenerWorkflowType, "v7", "a listener reads the pool's capacity signals once more before it continues as new"},
 	{changeScaleSetCloseTimedOut, ScaleSetListenerWorkflowType, "v7", "a listener closes a session whose poll timed out on a worker still serving it"},
-	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with"},
-	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, and takes a session's opening statistics"},
+	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with and starts each session's cursor afresh"},
+	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, takes every message's and a session's opening statistics, and follows a session that numbers its messages afresh"},
 	{changeScaleSetLeaveAfterRunners, PoolWorkflowType, "v7", "a set the pool moved on from is deleted once the runners it had then have ended, not at once"},
 }

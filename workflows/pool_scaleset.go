@@ -65,6 +65,8 @@ type PoolScaleSetState struct {
 	// Finished are the pool's runners that ended after running a job while no message had
 	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
 	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
+	// CursorSession is the session whose message the ledger's cursor names.
+	CursorSession string `json:"cursorSession,omitempty"`
 	// ExcessSince is when the ledger began to count more open jobs than the statistics'
 	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
 	ExcessSince time.Time `json:"excessSince,omitzero"`
@@ -111,12 +113,26 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	if st == nil || sig.ScaleSetID != st.ScaleSetID {
 		return
 	}
-	if sig.Message.ID <= st.Ledger.LastMessageID {
-		return // handed again: counted already
-	}
 	ledger := st.Ledger
+	if renumbered := sig.Message.ID < ledger.LastMessageID && st.CursorSession != "" && sig.SessionID != st.CursorSession; renumbered && p.scaleSetStatisticsFirstOn() {
+		// A new session's message below the cursor: the service numbers each session's
+		// messages afresh (a redelivery under one numbering is the last message handed over,
+		// at the cursor, since the listener acknowledges each before its next poll, and it
+		// starts each session's cursor afresh). The cursor follows the new numbering.
+		ledger.LastMessageID = 0
+	}
+	if sig.Message.ID <= ledger.LastMessageID {
+		// Handed again: counted already. Its statistics, the set's as of the answer, are the
+		// newest.
+		if p.scaleSetStatisticsFirstOn() {
+			st.Statistics = sig.Message.Statistics
+			p.boundScaleSetLedger(workflow.Now(p.ctx))
+		}
+		return
+	}
 	if p.scaleSetStatisticsFirstOn() {
 		ledger = ReopenReassigned(ledger, sig.Message)
+		st.CursorSession = sig.SessionID
 	}
 	ledger, _ = ApplyScaleSetMessage(ledger, sig.Message)
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID

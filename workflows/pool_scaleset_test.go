@@ -454,3 +454,27 @@ func TestScaleSetPoolDeletesASetItLeftAfterItsRunners(t *testing.T) {
 	})
 	h.run(spec, 5*time.Minute+time.Second)
 }
+
+// A new session whose messages are numbered afresh, below the pool's cursor, is followed: its
+// jobs count. A new session's message at the cursor is the last one handed over, come again,
+// and counts once.
+func TestScaleSetPoolFollowsASessionNumberedAfresh(t *testing.T) {
+	h, spec := newScaleSetPoolHarness(t)
+	inSession := func(session string, id int64, assigned int, events ...ScaleSetJobEvent) ScaleSetMessageSignal {
+		m := scaleSetMessage(5, id, assigned, events...)
+		m.SessionID = session
+		return m
+	}
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, inSession("s1", 7, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	h.at(time.Minute+time.Second, func() { h.signal(SignalScaleSetMessage, inSession("s2", 7, 1, jobEvent(ScaleSetJobAssigned, 1)...)) })
+	h.check(time.Minute+5*time.Second, "the message at the cursor counted once", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{1}) && st.Desired == 1
+	})
+	h.at(time.Minute+10*time.Second, func() { h.signal(SignalScaleSetMessage, inSession("s3", 1, 2, jobEvent(ScaleSetJobAssigned, 2)...)) })
+	h.check(time.Minute+15*time.Second, "the new session's job counted", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{1, 2}) && st.ScaleSet.Ledger.LastMessageID == 1 && st.Desired == 2
+	})
+	h.at(time.Minute+20*time.Second, func() { h.signal(SignalScaleSetMessage, inSession("s3", 2, 3, jobEvent(ScaleSetJobAssigned, 3)...)) })
+	h.check(time.Minute+25*time.Second, "and the next", func(st PoolStatus) bool { return st.ScaleSet.Ledger.Jobs() == 3 })
+	h.run(spec, time.Minute+30*time.Second)
+}

@@ -213,13 +213,14 @@ func ReopenReassigned(l ScaleSetLedger, m ScaleSetMessage) ScaleSetLedger {
 }
 
 // BoundScaleSetLedger keeps the ledger from holding more jobs than the statistics' assigned
-// count for longer than ScaleSetLedgerExcessHold. The statistics are the truth (the client's
-// README): a message can be lost to a truncated backlog, or a reassigned job's messages can
-// go to another set, and the ledger, which only messages correct, would keep a runner for
-// such a job for ever. Over counts are allowed for the hold (the ledger leads the statistics
-// by a message or two in a burst); past it the oldest waiting jobs, those a runner would have
-// taken first, are let go. since is when the excess began (zero: none); the answer carries
-// the ledger and the new since.
+// count (waiting and running) for longer than ScaleSetLedgerExcessHold. The statistics are the
+// truth (the client's README): a message can be lost to a truncated backlog, set aside by a
+// cursor a new session's ids fall under, or a reassigned job's messages go to another set,
+// and the ledger, which only messages correct, would hold such a job for ever. Over counts are
+// allowed for the hold (the ledger leads the statistics by a message or two in a burst); past
+// it the oldest waiting jobs, those a runner would have taken first, then the oldest running
+// ones, are let go, down to the count. since is when the excess began (zero: none); the
+// answer carries the ledger and the new since.
 func BoundScaleSetLedger(l ScaleSetLedger, stats ScaleSetStatistics, since, now time.Time) (ScaleSetLedger, time.Time) {
 	excess := l.Jobs() - stats.AssignedJobs
 	switch {
@@ -231,14 +232,15 @@ func BoundScaleSetLedger(l ScaleSetLedger, stats ScaleSetStatistics, since, now 
 		return l, since
 	}
 	out := l
-	drop := min(excess, len(l.Waiting))
-	out.Waiting = slices.Clone(l.Waiting[drop:])
+	waiting := min(excess, len(l.Waiting))
+	out.Waiting = slices.Clone(l.Waiting[waiting:])
+	running := excess - waiting
+	out.Running = slices.Clone(l.Running[running:])
 	if len(out.Waiting) == 0 {
 		out.Waiting = nil
 	}
-	if out.Jobs() > stats.AssignedJobs {
-		// Running jobs over the count: their runners' ends settle them (ScaleSetJobsDone).
-		return out, now
+	if len(out.Running) == 0 {
+		out.Running = nil
 	}
 	return out, time.Time{}
 }

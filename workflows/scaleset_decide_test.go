@@ -219,25 +219,33 @@ func TestReopenReassigned(t *testing.T) {
 
 func TestBoundScaleSetLedger(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := ScaleSetLedger{Waiting: []int64{1, 2, 3}, Running: []ScaleSetRunningJob{{RunnerRequestID: 4, RunnerName: "r"}}}
+	l := ScaleSetLedger{Waiting: []int64{1, 2, 3}, Running: []ScaleSetRunningJob{{RunnerRequestID: 4, RunnerName: "r4"}, {RunnerRequestID: 5, RunnerName: "r5"}}}
 	for _, tc := range []struct {
 		name       string
 		assigned   int
 		since, now time.Time
 		waiting    []int64
+		running    int
 		wantSince  time.Time
 	}{
-		{"no excess", 4, time.Time{}, t0, []int64{1, 2, 3}, time.Time{}},
-		{"excess begins", 2, time.Time{}, t0, []int64{1, 2, 3}, t0},
-		{"within the hold", 2, t0, t0.Add(ScaleSetLedgerExcessHold - time.Second), []int64{1, 2, 3}, t0},
-		{"past the hold: the oldest waiting go", 2, t0, t0.Add(ScaleSetLedgerExcessHold), []int64{3}, time.Time{}},
-		{"past the hold, running over the count too", 0, t0, t0.Add(ScaleSetLedgerExcessHold), nil, t0.Add(ScaleSetLedgerExcessHold)},
-		{"the excess gone before the hold", 5, t0, t0.Add(time.Second), []int64{1, 2, 3}, time.Time{}},
+		{"no excess", 5, time.Time{}, t0, []int64{1, 2, 3}, 2, time.Time{}},
+		{"excess begins", 2, time.Time{}, t0, []int64{1, 2, 3}, 2, t0},
+		{"within the hold", 2, t0, t0.Add(ScaleSetLedgerExcessHold - time.Second), []int64{1, 2, 3}, 2, t0},
+		{"past the hold: the oldest waiting go", 3, t0, t0.Add(ScaleSetLedgerExcessHold), []int64{3}, 2, time.Time{}},
+		{"past the hold: all waiting, then the oldest running", 1, t0, t0.Add(ScaleSetLedgerExcessHold), nil, 1, time.Time{}},
+		{"past the hold, nothing assigned", 0, t0, t0.Add(ScaleSetLedgerExcessHold), nil, 0, time.Time{}},
+		{"the excess gone before the hold", 6, t0, t0.Add(time.Second), []int64{1, 2, 3}, 2, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, since := BoundScaleSetLedger(l, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.since, tc.now)
-			if !slices.Equal(got.Waiting, tc.waiting) || !since.Equal(tc.wantSince) || len(got.Running) != 1 {
-				t.Errorf("waiting %v running %v since %v; want waiting %v since %v", got.Waiting, got.Running, since, tc.waiting, tc.wantSince)
+			if !slices.Equal(got.Waiting, tc.waiting) || len(got.Running) != tc.running || !since.Equal(tc.wantSince) {
+				t.Errorf("waiting %v running %v since %v; want waiting %v, %d running, since %v", got.Waiting, got.Running, since, tc.waiting, tc.running, tc.wantSince)
+			}
+			if tc.running == 1 && got.Running[0].RunnerRequestID != 5 {
+				t.Errorf("kept running %v, want the newest (5)", got.Running)
+			}
+			if len(l.Waiting) != 3 || len(l.Running) != 2 {
+				t.Errorf("the input ledger changed: %+v", l)
 			}
 		})
 	}

@@ -43,8 +43,9 @@ const changeScaleSetCapacityDrained = "scaleset-capacity-drained"
 // refused (409) until the service timed the old one out.
 const changeScaleSetCloseTimedOut = "scaleset-close-timed-out"
 
-// changeScaleSetSessionStatistics gates handing the pool the statistics a session opens with:
-// before it they were dropped, and a set adopted with jobs assigned waited for a message.
+// changeScaleSetSessionStatistics gates handing the pool the statistics a session opens with
+// (before it they were dropped, and a set adopted with jobs assigned waited for a message),
+// and starting each session's cursor afresh.
 const changeScaleSetSessionStatistics = "scaleset-session-statistics"
 
 // ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
@@ -223,6 +224,12 @@ func (l *scaleSetListener) ensureSession() error {
 	}
 	l.st.Session = &out
 	if workflow.GetVersion(l.ctx, changeScaleSetSessionStatistics, workflow.DefaultVersion, 1) >= 1 {
+		// A session's cursor starts afresh: should the service number each session's messages
+		// from 1, the last session's cursor would pass over the new one's first messages.
+		// Under one numbering across sessions this costs nothing: the listener acknowledges
+		// each message before its next poll, so only the last one handed over may come again,
+		// and the pool counts it once.
+		l.st.LastMessageID = 0
 		l.handOverStatistics(out)
 	}
 	return nil

@@ -142,3 +142,27 @@ func startWorkerProcess(t *testing.T, namespace string) *exec.Cmd {
 	})
 	return cmd
 }
+
+// TestScaleSetSurvivesMessageIDsPerSession: the double assumes message ids rise across a set's
+// sessions; should the service number each session's from 1, the pool's cursor (ahead of the
+// new session's ids) sets the new messages aside, and the set's statistics carry its demand:
+// every job still runs once, on one runner each, and nothing is held afterwards.
+func TestScaleSetSurvivesMessageIDsPerSession(t *testing.T) {
+	p := newPoolTest(t, "ss-ids")
+	p.scaleSetPool(5, "1s")
+	p.checkRanOnceEach(p.jobsDone(p.queueJobs(3)))
+	cursor := p.status().ScaleSet.Ledger.LastMessageID
+	p.stopWorker()
+	world.GitHub.SetScaleSetMessageIDsPerSession(true)
+	t.Cleanup(func() { world.GitHub.SetScaleSetMessageIDsPerSession(false) })
+	p.startWorkerWith(nil)
+	ids := p.queueJobs(4)
+	p.checkRanOnceEach(p.jobsDone(ids))
+	st := p.eventually(wait, "back to zero, nothing held", func(st workflows.PoolStatus) bool {
+		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
+	})
+	t.Logf("cursor %d before the new session, %d after; %d runners started for 7 jobs", cursor, st.ScaleSet.Ledger.LastMessageID, st.Totals.Started)
+	if st.Totals.Started < 7 || st.Totals.Started > 8 {
+		t.Errorf("started %d runners for 7 jobs, want one per job", st.Totals.Started)
+	}
+}

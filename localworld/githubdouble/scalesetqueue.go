@@ -54,6 +54,8 @@ type queueToken struct {
 type messageQueue struct {
 	pending   []jobMessageJSON
 	delivered []queuedMessage
+	// sessionIDs is the last id given in the current session (Config.ScaleSetMessageIDsPerSession).
+	sessionIDs int64
 }
 
 type queuedMessage struct {
@@ -162,6 +164,7 @@ func (s *Server) svcCreateSession(r *http.Request, scope Scope, body []byte) (in
 			"The scale set %s already has an active session for owner %s.", ss.name, cur.owner)
 	}
 	ss.session = &scaleSetSession{id: newUUID(), owner: in.OwnerName}
+	s.renumberForSession(ss)
 	s.issueQueueToken(ss)
 	return http.StatusOK, s.renderSession(ss), nil
 }
@@ -362,12 +365,45 @@ func (s *Server) batchPending(ss *scaleSet) {
 	case UnknownJobMessages:
 		jobs = append(jobs, jobMessageJSON{MessageType: UnknownMessageType})
 	case UnknownQueueMessages:
-		q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), typ: UnknownMessageType})
+		q.delivered = append(q.delivered, queuedMessage{id: s.nextMessageID(ss), typ: UnknownMessageType})
 	}
 	n := min(len(q.pending), ScaleSetMessageBatch-len(jobs))
 	jobs = append(jobs, q.pending[:n]...)
 	q.pending = slices.Delete(q.pending, 0, n)
-	q.delivered = append(q.delivered, queuedMessage{id: s.st.next("message"), jobs: jobs})
+	q.delivered = append(q.delivered, queuedMessage{id: s.nextMessageID(ss), jobs: jobs})
+}
+
+// nextMessageID numbers a new message: from one counter for the whole double, so ids rise
+// across a set's sessions (the double's assumption), or, with
+// Config.ScaleSetMessageIDsPerSession, from 1 in each session. Callers hold s.mu.
+func (s *Server) nextMessageID(ss *scaleSet) int64 {
+	if !s.cfg.ScaleSetMessageIDsPerSession {
+		return s.st.next("message")
+	}
+	ss.queue.sessionIDs++
+	return ss.queue.sessionIDs
+}
+
+// renumberForSession gives a new session's undeleted messages new ids from 1, when ids are per
+// session (Config.ScaleSetMessageIDsPerSession). Callers hold s.mu.
+func (s *Server) renumberForSession(ss *scaleSet) {
+	if !s.cfg.ScaleSetMessageIDsPerSession {
+		return
+	}
+	q := &ss.queue
+	q.sessionIDs = 0
+	for i := range q.delivered {
+		q.sessionIDs++
+		q.delivered[i].id = q.sessionIDs
+	}
+}
+
+// SetScaleSetMessageIDsPerSession changes Config.ScaleSetMessageIDsPerSession of a running
+// double; set it while no session is open (it numbers the next ones).
+func (s *Server) SetScaleSetMessageIDsPerSession(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.ScaleSetMessageIDsPerSession = on
 }
 
 // UnknownMessages says where Config.ScaleSetUnknownMessages puts a message of a type no client

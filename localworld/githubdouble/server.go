@@ -102,6 +102,10 @@ type Config struct {
 	// (SetScaleSetReassignAfter). DefaultScaleSetReassignAfter is the service's timing as far as
 	// the public record shows it.
 	ScaleSetReassignAfter time.Duration
+	// ScaleSetMessageIDsPerSession numbers each session's messages from 1 (its undeleted ones
+	// renumbered when it opens) instead of from one counter that rises across sessions, the
+	// double's assumption; the public record settles neither.
+	ScaleSetMessageIDsPerSession bool
 	// ScaleSetBacklogLimit is the most job messages the service keeps for a set, delivered or
 	// not: further ones are dropped, as the client README warns that large backlogs are
 	// truncated, while the set's statistics still count every job. How much the service keeps
