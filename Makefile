@@ -38,7 +38,7 @@ bench-arc: tools
 ## then replay every release's. RELEASE defaults to the VERSION file; commit the new files.
 RELEASE ?= $(shell cat VERSION)
 RECORDING_PACKAGES = ./integration/runners/ ./integration/pools/ ./integration/jobs/ ./integration/clusters/ ./integration/faults/ ./integration/webhooks/
-RECORDING_TESTS = TestEphemeralRunnersEachRunOneJob|TestCompletedEventBeforeTheRunnerEnds|TestBusyRunnerDrainedMidJobFinishesItsJob|TestPoolScalesRollsOutAndScalesToZero|TestOperatorCommandsWithTheTemporalCLI|TestQuotaRefusalsWaitForRoom|TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn|TestWarmRegistrationsServeABurstWithoutRegistering|TestPoolAtRest|TestPullOnlyPoolScalesUpAndToZero|TestOneRunnerPerJobAcrossPools|TestPoolMovesToTheNextClusterWhileTheFirstIsDown|TestIntakeDownHalfAnHourLosesNothing|TestWhyExplainsJobsTheIntakeTookOrMissed|TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner
+RECORDING_TESTS = TestEphemeralRunnersEachRunOneJob|TestCompletedEventBeforeTheRunnerEnds|TestBusyRunnerDrainedMidJobFinishesItsJob|TestPoolScalesRollsOutAndScalesToZero|TestOperatorCommandsWithTheTemporalCLI|TestQuotaRefusalsWaitForRoom|TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn|TestWarmRegistrationsServeABurstWithoutRegistering|TestPoolAtRest|TestPullOnlyPoolScalesUpAndToZero|TestOneRunnerPerJobAcrossPools|TestPoolMovesToTheNextClusterWhileTheFirstIsDown|TestIntakeDownHalfAnHourLosesNothing|TestWhyExplainsJobsTheIntakeTookOrMissed|TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner|TestRunnerEndsBeforeItsJobsEvents|TestScaleSetRunnerEndsBeforeItsMessages
 record-histories: tools
 	@test -n "$(RELEASE)" || { echo "usage: make record-histories RELEASE=<release, e.g. v5>" >&2; exit 2; }
 	for pkg in $(RECORDING_PACKAGES); do \
