@@ -88,7 +88,7 @@ func TestEnsureScaleSetCreatesAdoptsAndUpdates(t *testing.T) {
 // is told apart: the set is reported name-only, on create and on update alike, while a set
 // whose only label is its name is not.
 func TestEnsureScaleSetReportsAServiceThatKeepsOnlyTheName(t *testing.T) {
-	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetNameOnlyLabelsFor: githubdouble.JobOffersFor(githubdouble.ScaleSetKey{
+	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetNameOnlyLabelsFor: githubdouble.ScaleSetsMatching(githubdouble.ScaleSetKey{
 		Scope: githubdouble.OrgScope("acme"), Name: "ghes-set"})})
 	created := e.ensure("ghes-set", "linux", "x64", "gpu")
 	if !created.Created || !created.NameOnlyLabels {
