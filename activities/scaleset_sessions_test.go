@@ -98,13 +98,7 @@ func (e *scaleSetEnv) pollMessage(in workflows.PollScaleSetInput) *workflows.Sca
 // it again, as a second listener or a retry would, acquires nothing more.
 func TestScaleSetOffersAreAcquiredOnce(t *testing.T) {
 	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetJobOffers: true})
-	set := e.ensure("offers", "offers")
-	sess, err := e.ssa.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set.ScaleSetID, Owner: "pool/offers"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := workflows.ScaleSetSessionRef{ScaleSetID: set.ScaleSetID, SessionID: sess.SessionID}
-	poll := workflows.PollScaleSetInput{Session: ref, MaxCapacity: 4}
+	ref, poll := e.openSession("offers")
 	job, _ := e.gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "offers"}})
 	offer := e.pollMessage(poll)
 	if len(offer.Jobs) != 1 || offer.Jobs[0].Event != workflows.ScaleSetJobAvailable || offer.Jobs[0].RunnerRequestID != job.ID {
@@ -175,13 +169,7 @@ func TestStoppingWorkerClosesItsSessions(t *testing.T) {
 // every session; the job messages behind it come next.
 func TestScaleSetPollGetsPastAMessageOfAnUnknownType(t *testing.T) {
 	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetUnknownMessages: githubdouble.UnknownQueueMessages})
-	set := e.ensure("odd", "odd")
-	sess, err := e.ssa.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set.ScaleSetID, Owner: "pool/odd"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := workflows.ScaleSetSessionRef{ScaleSetID: set.ScaleSetID, SessionID: sess.SessionID}
-	poll := workflows.PollScaleSetInput{Session: ref, MaxCapacity: 4}
+	_, poll := e.openSession("odd")
 	job, _ := e.gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"self-hosted", "odd"}})
 	var got *workflows.ScaleSetMessage
 	for range 3 {
@@ -197,4 +185,17 @@ func TestScaleSetPollGetsPastAMessageOfAnUnknownType(t *testing.T) {
 	if got == nil || len(got.Jobs) != 1 || got.Jobs[0].RunnerRequestID != job.ID {
 		t.Errorf("message after the unknown one = %+v, want job %d assigned", got, job.ID)
 	}
+}
+
+// openSession creates a set of that name (and label) and opens its session: its reference and
+// a poll of it reporting a capacity of 4.
+func (e *scaleSetEnv) openSession(name string) (workflows.ScaleSetSessionRef, workflows.PollScaleSetInput) {
+	e.t.Helper()
+	set := e.ensure(name, name)
+	sess, err := e.ssa.OpenScaleSetSession(e.ctx, workflows.OpenScaleSetSessionInput{Scope: acme, ScaleSetID: set.ScaleSetID, Owner: "pool/" + name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ref := workflows.ScaleSetSessionRef{ScaleSetID: set.ScaleSetID, SessionID: sess.SessionID}
+	return ref, workflows.PollScaleSetInput{Session: ref, MaxCapacity: 4}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -30,7 +29,7 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 	// The components log at the level `go run ./demo` shows (errors): a normal run, its stop
 	// included, logs none.
 	var out bytes.Buffer
-	errorLog := &lockedWriter{}
+	errorLog := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(errorLog, &slog.HandlerOptions{Level: slog.LevelError}))
 	res, err := Run(ctx, Options{Jobs: jobs, ExitWhenDone: true, Timeout: 5 * time.Minute, Out: &out, Logger: logger})
 	if err != nil {
@@ -69,24 +68,6 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-}
-
-// lockedWriter serializes the components' concurrent log writes into one buffer.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestPercentile(t *testing.T) {
