@@ -35,9 +35,10 @@ type burstPhase struct {
 	// webhook and the last job start (see BurstResult).
 	warm, hotPath, refills int
 	// scaleSet makes the pools scale-set pools, told of their jobs by their sets' listeners
-	// rather than by webhooks (bench/scaleset_burst.go); setIDs are their sets.
-	scaleSet bool
-	setIDs   []int64
+	// rather than by webhooks (bench/scaleset_burst.go); offers has the service offer the sets
+	// their jobs, to be acquired, rather than assign them; setIDs are the sets.
+	scaleSet, offers bool
+	setIDs           []int64
 }
 
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
@@ -102,6 +103,9 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 		spec.WarmRegistrations = min((b.e.opts.Warm+burstPools-1)/burstPools, *spec.MaxReplicas)
 		if b.scaleSet {
 			spec.ScaleSet, spec.WarmRegistrations = &workflows.ScaleSetSpec{}, 0
+		}
+		if b.offers {
+			b.e.offerJobs(pool)
 		}
 		specs = append(specs, spec)
 	}
@@ -187,7 +191,7 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 	res.Temporal.ActionsPerJob = ratio(res.Temporal.total().Actions.Total(), b.n)
 	res.GitHub = githubCost(b.e.world.GitHub, res.Runners, b.n)
 	if b.scaleSet {
-		res.Mode, res.ActionsService = modeScaleSet, actionsServiceCost(b.e.world.GitHub, res.Runners, b.n)
+		res.Mode, res.ActionsService = b.mode(), actionsServiceCost(b.e.world.GitHub, res.Runners, b.n)
 	}
 	res.Warm, res.HotPathRegistrations, res.WarmRefills = b.warm, b.hotPath, b.refills
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)

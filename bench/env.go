@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,7 @@ import (
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/internal/webhook"
 	"github.com/runnerflow/runnerflow/internal/workerapp"
+	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/kubewrites"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -48,6 +51,10 @@ type env struct {
 	stopWorker func() error
 	// builtWorker is the worker binary built for this run (workerBinary), once.
 	builtWorker string
+	// offering holds the names (lower case) of the scale sets the double offers their jobs
+	// to, as GitHub Enterprise Server does, rather than assigns them, as github.com does
+	// (offerJobs).
+	offering sync.Map
 }
 
 func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, err error) {
@@ -68,6 +75,7 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 	e.world, err = testworld.StartWorld(ctx, testworld.WorldOptions{
 		Logger: slog.New(e.online), WorkDuration: opts.JobDuration,
 		GitHubRateLimit: opts.GitHubBudget, GitHubPointsPerMinute: opts.GitHubPointsPerMinute, WebhookSecret: webhookSecret,
+		ScaleSetJobOffersFor: e.offersJobs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start test world: %w", err)
@@ -84,6 +92,17 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 	}
 	e.world.GitHub.SetWebhookURL(e.intake.url)
 	return e, e.startWorker()
+}
+
+// offerJobs makes the double offer its jobs to the scale set of that name (its pool's, unless
+// the spec names it otherwise) once it is created; call it before the pool is applied: the
+// double chooses a set's flow once, when the set is created.
+func (e *env) offerJobs(set string) { e.offering.Store(strings.ToLower(set), true) }
+
+// offersJobs is the double's Config.ScaleSetJobOffersFor: the sets offerJobs named.
+func (e *env) offersJobs(set githubdouble.ScaleSetKey) bool {
+	_, ok := e.offering.Load(strings.ToLower(set.Name))
+	return ok
 }
 
 // startWorker runs runnerflow's worker in this process, as workerapp assembles it for the

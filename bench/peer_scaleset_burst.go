@@ -303,6 +303,9 @@ func actionsServiceCost(gh *githubdouble.Server, runners, jobs int) *GitHubResul
 	for k, v := range gh.ActionsServiceCalls() {
 		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
 		res.Calls += v
+		if strings.Contains(k.Route, "/acquirejobs") || strings.Contains(k.Route, "/acquirablejobs") {
+			res.Acquisitions += v
+		}
 	}
 	res.PerRunner = ratio(res.Calls, runners)
 	res.PerJob = ratio(res.Calls, jobs)

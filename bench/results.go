@@ -9,7 +9,8 @@ type Results struct {
 	// Bursts hold figures 1–4, one entry per burst size.
 	Bursts []BurstResult `json:"bursts"`
 	// ScaleSetBursts hold figures 1–4 for the same bursts served by scale-set pools
-	// (--scaleset; bench/scaleset_burst.go).
+	// (--scaleset; bench/scaleset_burst.go): each size with sets assigned their jobs (mode
+	// "scaleset"), then with sets offered them (mode "scaleset-offers").
 	ScaleSetBursts []BurstResult `json:"scaleSetBursts,omitempty"`
 	// Memory holds figure 5.
 	Memory *MemoryResult `json:"memory,omitempty"`
@@ -75,7 +76,8 @@ type OptionsSummary struct {
 
 // BurstResult is figures 1–4 for one burst of N queued jobs across two pools.
 type BurstResult struct {
-	// Mode is "scaleset" for a burst served by scale-set pools, empty for webhooks.
+	// Mode is "scaleset" for a burst served by scale-set pools that are assigned their jobs,
+	// "scaleset-offers" for one whose sets are offered them, empty for webhooks.
 	Mode  string `json:"mode,omitempty"`
 	Jobs  int    `json:"jobs"`
 	Pools int    `json:"pools"`
@@ -132,6 +134,9 @@ type GitHubResult struct {
 	PerRunner  float64        `json:"perRunner"`
 	PerJob     float64        `json:"perJob"`
 	ByEndpoint map[string]int `json:"byEndpoint"`
+	// Acquisitions are, of the Actions service's calls, those acquiring offered jobs or
+	// listing the acquirable ones (a set offered its jobs makes them; one assigned them none).
+	Acquisitions int `json:"acquisitions,omitempty"`
 }
 
 // TemporalResult is figure 3 for a burst: what runner workflows cost on their own, what the

@@ -11,44 +11,77 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// modeScaleSet marks a burst served by scale-set pools (BurstResult.Mode).
-const modeScaleSet = "scaleset"
+// How the Actions service hands a scale set its jobs, which marks a scale-set burst
+// (BurstResult.Mode).
+const (
+	// modeScaleSet: the service assigns the set its jobs (github.com).
+	modeScaleSet = "scaleset"
+	// modeScaleSetOffers: the service offers the set its jobs and assigns each one once the
+	// set's listener has acquired it (GitHub Enterprise Server).
+	modeScaleSetOffers = "scaleset-offers"
+)
 
-// runScaleSetBursts runs, with --scaleset, every burst size again with scale-set pools: the
-// same jobs, the same runners, but each pool told of its jobs by its set's listener (the
-// Actions service's message session) instead of webhooks. failed records a failed burst and
-// says whether the run was interrupted.
+// runScaleSetBursts runs, with --scaleset, every burst size again with scale-set pools, once
+// with sets that are assigned their jobs and once with sets that are offered them: the same
+// jobs, the same runners, but each pool told of its jobs by its set's listener (the Actions
+// service's message session) instead of webhooks. failed records a failed burst and says
+// whether the run was interrupted.
 func (e *env) runScaleSetBursts(ctx context.Context, res *Results, failed func(string, error) bool) error {
 	if !e.opts.ScaleSet || !e.opts.runs("burst") {
 		return nil
 	}
 	for _, n := range e.opts.Jobs {
-		b, err := e.scaleSetBurst(ctx, n)
-		if err != nil && failed(fmt.Sprintf("scale-set burst of %d jobs", n), err) {
-			return ctx.Err()
-		}
-		if err == nil {
-			res.ScaleSetBursts = append(res.ScaleSetBursts, b)
+		for _, mode := range []string{modeScaleSet, modeScaleSetOffers} {
+			b, err := e.scaleSetBurst(ctx, n, mode)
+			if err != nil && failed(fmt.Sprintf("scale-set burst of %d jobs, %s", n, flowName(mode)), err) {
+				return ctx.Err()
+			}
+			if err == nil {
+				res.ScaleSetBursts = append(res.ScaleSetBursts, b)
+			}
 		}
 	}
 	return nil
 }
 
 // scaleSetBurst measures figures 1–4 for n jobs queued at once across two fresh scale-set
-// pools. The double sends no webhook meanwhile (a scale set needs none, and the intake must
-// not see these jobs), and the sets' listeners are ended afterwards: they outlive their pools
-// by design.
-func (e *env) scaleSetBurst(ctx context.Context, n int) (BurstResult, error) {
-	b := &burstPhase{e: e, n: n, scaleSet: true}
+// pools whose sets get their jobs as mode says. The double sends no webhook meanwhile (a scale
+// set needs none, and the intake must not see these jobs), and the sets' listeners are ended
+// afterwards: they outlive their pools by design.
+func (e *env) scaleSetBurst(ctx context.Context, n int, mode string) (BurstResult, error) {
+	b := &burstPhase{e: e, n: n, scaleSet: true, offers: mode == modeScaleSetOffers}
+	e.say("scale-set pools, %s:", flowName(mode))
 	e.world.GitHub.SetWebhookURL("")
 	defer e.world.GitHub.SetWebhookURL(e.intake.url)
 	defer b.endListeners()
 	return e.runBurst(ctx, b)
 }
 
-// prefix tells a scale-set burst's pools from a webhook burst's of the same size.
+// mode is the burst's BurstResult.Mode: empty for webhooks.
+func (b *burstPhase) mode() string {
+	switch {
+	case b.offers:
+		return modeScaleSetOffers
+	case b.scaleSet:
+		return modeScaleSet
+	}
+	return ""
+}
+
+// flowName names a scale-set burst's mode in the table and the progress lines.
+func flowName(mode string) string {
+	if mode == modeScaleSetOffers {
+		return "jobs offered (GHES)"
+	}
+	return "jobs assigned (github.com)"
+}
+
+// prefix tells a burst's pools from the other modes' bursts of the same size.
 func (b *burstPhase) prefix() string {
-	if b.scaleSet {
+	switch {
+	case b.offers:
+		return "so"
+	case b.scaleSet:
 		return "ss"
 	}
 	return ""
@@ -136,7 +169,7 @@ func printScaleSetBursts(w io.Writer, r Results) {
 			return "webhook: " + f(*h) + " | scale set: " + f(s)
 		}
 		l := s.Latency
-		row(w, fmt.Sprintf("S scale set vs webhook, N=%d", s.Jobs), "1 queued at GitHub → job started", both(func(b BurstResult) string { return pct(b.Latency.QueuedToStarted) }))
+		row(w, fmt.Sprintf("S scale set vs webhook, N=%d, %s", s.Jobs, flowName(s.Mode)), "1 queued at GitHub → job started", both(func(b BurstResult) string { return pct(b.Latency.QueuedToStarted) }))
 		row(w, "", "1 all jobs started after", both(func(b BurstResult) string { return fmt.Sprintf("%.1f s", b.Latency.AllStartedSeconds) }))
 		row(w, "", "1 scale set: queued → pool decided; → runner workflow", pct(l.ToPoolDecision)+"; "+pct(l.ToRunnerWorkflow))
 		row(w, "", "1 scale set: queued → pod create; → runner online", pct(l.ToPodCreate)+"; "+pct(l.ToOnline))
@@ -149,6 +182,8 @@ func printScaleSetBursts(w io.Writer, r Results) {
 		row(w, "", "2 scale set: REST calls by endpoint", byCount(s.GitHub.ByEndpoint))
 		if a := s.ActionsService; a != nil {
 			row(w, "", "2 scale set: Actions service calls per runner lifecycle", fmt.Sprintf("%.2f (%d calls; not charged to the REST budget)", a.PerRunner, a.Calls))
+			row(w, "", "2 scale set: Actions service calls per job; acquisitions apart", fmt.Sprintf("%.2f; %.2f besides acquisitions, %.2f acquisitions (%d)",
+				a.PerJob, ratio(a.Calls-a.Acquisitions, s.Jobs), ratio(a.Acquisitions, s.Jobs), a.Acquisitions))
 			row(w, "", "", byCount(a.ByEndpoint))
 		}
 		row(w, "", "3 Temporal actions per runner lifecycle", both(func(b BurstResult) string {

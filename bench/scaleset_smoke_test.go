@@ -11,11 +11,12 @@ import (
 )
 
 // TestScaleSetBurstRunsEndToEnd runs `bench --scaleset` with tiny settings (4 jobs, bursts
-// only): the webhook burst, then the same burst served by two scale-set pools. It checks that
-// every figure of the scale-set burst was produced and agrees with the counters it comes from:
-// every step measured for every job, no REST call for any runner (their JIT configurations
-// come from the sets' Actions service, one per pod), and the listeners' histories counted. It
-// never judges speed.
+// only): the webhook burst, then the same burst served by two scale-set pools whose sets are
+// assigned their jobs, then by two whose sets are offered them. It checks that every figure of
+// the scale-set bursts was produced and agrees with the counters it comes from: every step
+// measured for every job, no REST call for any runner (their JIT configurations come from the
+// sets' Actions service, one per pod), acquisitions made by the offered sets alone, and the
+// listeners' histories counted. It never judges speed.
 func TestScaleSetBurstRunsEndToEnd(t *testing.T) {
 	opts := Options{
 		Jobs: []int{4}, Idle: []int{1}, Rate: 1, LoadDuration: time.Second, Skip: []string{"throughput", "memory"},
@@ -33,19 +34,32 @@ func TestScaleSetBurstRunsEndToEnd(t *testing.T) {
 	if err != nil || len(res.Failures) > 0 {
 		t.Fatalf("run: %v; failed phases: %q", err, res.Failures)
 	}
-	if len(res.Bursts) != 1 || len(res.ScaleSetBursts) != 1 {
-		t.Fatalf("want one burst of each mode: webhook %d, scale set %d", len(res.Bursts), len(res.ScaleSetBursts))
+	if len(res.Bursts) != 1 || len(res.ScaleSetBursts) != 2 {
+		t.Fatalf("want one webhook burst and two scale-set bursts: %d and %d", len(res.Bursts), len(res.ScaleSetBursts))
 	}
 	checkBurst(t, res.Bursts[0])
-	checkRunnerflowScaleSetBurst(t, res.ScaleSetBursts[0])
+	for i, mode := range []string{modeScaleSet, modeScaleSetOffers} {
+		b := res.ScaleSetBursts[i]
+		if b.Mode != mode {
+			t.Errorf("scale-set burst %d is %q, want %q", i, b.Mode, mode)
+		}
+		checkRunnerflowScaleSetBurst(t, b)
+	}
+	if a := res.ScaleSetBursts[0].ActionsService; a != nil && a.Acquisitions != 0 {
+		t.Errorf("sets assigned their jobs made %d acquisitions, want none", a.Acquisitions)
+	}
+	if a := res.ScaleSetBursts[1].ActionsService; a != nil && a.Acquisitions == 0 {
+		t.Error("sets offered their jobs acquired none of them")
+	}
 	if q := res.Bursts[0].Latency.QueuedToStarted; q.N != res.Bursts[0].Jobs {
 		t.Errorf("webhook burst: queued → started measured for %d jobs, want %d", q.N, res.Bursts[0].Jobs)
 	}
 	var table bytes.Buffer
 	printTable(&table, res)
 	t.Log("\n" + table.String())
-	for _, want := range []string{"S scale set vs webhook, N=4", "1 queued at GitHub → job started", "2 REST calls per runner lifecycle",
-		"Actions service calls per runner lifecycle", "3 Temporal actions per runner lifecycle", "runner lifecycles per job"} {
+	for _, want := range []string{"S scale set vs webhook, N=4, jobs assigned", "S scale set vs webhook, N=4, jobs offered",
+		"1 queued at GitHub → job started", "2 REST calls per runner lifecycle", "Actions service calls per runner lifecycle",
+		"Actions service calls per job; acquisitions apart", "3 Temporal actions per runner lifecycle", "runner lifecycles per job"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -54,7 +68,7 @@ func TestScaleSetBurstRunsEndToEnd(t *testing.T) {
 
 func checkRunnerflowScaleSetBurst(t *testing.T, b BurstResult) {
 	t.Helper()
-	if b.Mode != modeScaleSet || b.Jobs != 4 || b.Runners < b.Jobs {
+	if b.Jobs != 4 || b.Runners < b.Jobs {
 		t.Errorf("scale-set burst %q of %d jobs had %d runner lifecycles, want at least one per job", b.Mode, b.Jobs, b.Runners)
 	}
 	l := b.Latency
@@ -75,7 +89,7 @@ func checkRunnerflowScaleSetBurst(t *testing.T, b BurstResult) {
 		}
 	}
 	a := b.ActionsService
-	if a == nil || a.Calls != sum(a.ByEndpoint) || a.PerRunner != ratio(a.Calls, b.Runners) {
+	if a == nil || a.Calls != sum(a.ByEndpoint) || a.PerRunner != ratio(a.Calls, b.Runners) || a.Acquisitions > a.Calls {
 		t.Fatalf("Actions service calls %+v: want counted, consistent, and calls / %d runners", a, b.Runners)
 	}
 	minted := 0
