@@ -284,14 +284,21 @@ func (w *workerProcess) exited() bool {
 	}
 }
 
-// stop asks the worker to stop (SIGTERM, as Kubernetes does) and kills it if it does not.
-func (w *workerProcess) stop() {
+// workerStopGrace bounds a worker's stop after SIGTERM: its --stop-timeout (30 s by default)
+// for the activities running, then the close of its sessions (a few seconds).
+const workerStopGrace = 45 * time.Second
+
+// stop asks the worker to stop (SIGTERM, as Kubernetes does) and kills it if it has not
+// stopped within workerStopGrace; it says whether the worker stopped by itself.
+func (w *workerProcess) stop() bool {
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-w.done:
-	case <-time.After(20 * time.Second):
+		return true
+	case <-time.After(workerStopGrace):
 		_ = w.cmd.Process.Kill()
 		<-w.done
+		return false
 	}
 }
 

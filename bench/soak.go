@@ -32,14 +32,20 @@ const (
 	// bound (far above what a steady rate needs, so a backlog after an outage is not capped).
 	soakPools   = 2
 	soakPoolMax = 200
-	// soakScaleSetPool is the soak's scale-set pool, beside the webhook pools: told of its jobs
-	// by its set's listener, whose session lives in the worker process the plan kills.
+	// soakScaleSetPool and soakOfferingPool are the soak's scale-set pools, beside the webhook
+	// pools: each told of its jobs by its set's listener, whose session lives in the worker
+	// process the plan kills. The service assigns soak-s its jobs (github.com) and offers
+	// soak-o its jobs, to be acquired (GitHub Enterprise Server).
 	soakScaleSetPool = "soak-s"
+	soakOfferingPool = "soak-o"
 	// soakRestCheck is how often the convergence wait looks at the world.
 	soakRestCheck = 5 * time.Second
 	// workerStartBound bounds a worker process's start until it polls Temporal.
 	workerStartBound = 2 * time.Minute
 )
+
+// soakScaleSetPools are the soak's scale-set pools, in the order of soakPhase.setIDs.
+var soakScaleSetPools = []string{soakScaleSetPool, soakOfferingPool}
 
 // SoakOptions are the soak phase's settings (--soak and the --soak-* flags).
 type SoakOptions struct {
@@ -60,7 +66,7 @@ type SoakOptions struct {
 
 // soakFlags registers the soak's flags.
 func soakFlags(fs *flag.FlagSet, o *SoakOptions) {
-	fs.BoolVar(&o.Run, "soak", false, "also run the soak phase: jobs at a steady rate while workers are killed, Temporal restarted, the API server paused and GitHub answers 5xx")
+	fs.BoolVar(&o.Run, "soak", false, "also run the soak phase: jobs at a steady rate into webhook and scale-set pools while workers are killed and deployed, Temporal restarted, the API server paused, GitHub and its Actions service answer 5xx, the sets' sessions expire and their jobs are reassigned")
 	fs.IntVar(&o.Jobs, "soak-jobs", 1000, "jobs the soak queues")
 	fs.DurationVar(&o.Duration, "soak-duration", 10*time.Minute, "how long the soak queues its jobs (and injects faults)")
 	fs.DurationVar(&o.JobDuration, "soak-job-duration", 20*time.Second, "how long a soak job runs")
@@ -84,18 +90,26 @@ type soakPhase struct {
 	e     *env
 	ns    string
 	pools []string
-	// setIDs are the scale-set pool's sets as its listener's workflow ids name them, so the
-	// listeners (which outlive their pools by design) can be ended with the phase.
+	// setIDs are the scale-set pools' sets (soakScaleSetPools' order) as their listeners'
+	// workflow ids name them, so the listeners (which outlive their pools by design) can be
+	// ended with the phase.
 	setIDs []int64
 	worker *workerProcess
 	pods   *podRecord
-	// workerExits counts the worker processes that ended by themselves (keepWorker).
-	workerExits int
+	// workerExits counts the worker processes that ended by themselves (keepWorker);
+	// workersStarted those the phase started, which numbers their logs; ungracefulStops the
+	// ones a rolling deploy had to kill.
+	workerExits, workersStarted, ungracefulStops int
+	// workerSessions are the sets' sessions when a worker was last killed or stopped, by set
+	// id: sessions its listeners leave to the service until they notice.
+	workerSessions map[int64]string
 	// faultsOver is when the last fault ended.
 	faultsOver time.Time
 
 	mu   sync.Mutex
 	jobs []int64
+	// setJobs are the jobs of the scale-set pools, among jobs.
+	setJobs []int64
 }
 
 // soak runs the phase: the worker binary as its own process (so a kill is a kill), two pools,
@@ -109,8 +123,9 @@ func (e *env) soak(ctx context.Context) (_ SoakResult, err error) {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	plan := planFaults(seed, o.Duration)
-	res := SoakResult{Seed: seed, Jobs: o.Jobs, Pools: soakPools + 1, ScaleSetPool: soakScaleSetPool, QueueSeconds: o.Duration.Seconds(),
-		JobSeconds: o.JobDuration.Seconds(), ReconcileSeconds: o.Reconcile.Seconds()}
+	res := SoakResult{Seed: seed, Jobs: o.Jobs, Pools: soakPools + len(soakScaleSetPools), ScaleSetPool: soakScaleSetPool,
+		OfferingScaleSetPool: soakOfferingPool, QueueSeconds: o.Duration.Seconds(), JobSeconds: o.JobDuration.Seconds(),
+		ReconcileSeconds: o.Reconcile.Seconds()}
 	e.say("soak: seed %d (repeat with --soak-seed %d): %d jobs over %s, %d faults", seed, seed, o.Jobs, o.Duration, len(plan))
 	if err := e.stopInProcessWorker(); err != nil {
 		return res, fmt.Errorf("stop the in-process worker: %w", err)
@@ -152,7 +167,7 @@ func (e *env) soak(ctx context.Context) (_ SoakResult, err error) {
 }
 
 // setUp starts the worker process, the pools and the pod record, and waits until the intake
-// routes to the webhook pools and the scale-set pool's listener holds its session.
+// routes to the webhook pools and the scale-set pools' listeners hold their sessions.
 func (s *soakPhase) setUp(ctx context.Context) error {
 	var err error
 	if s.ns, err = s.e.newNamespace(ctx, "soak"); err != nil {
@@ -169,30 +184,37 @@ func (s *soakPhase) setUp(ctx context.Context) error {
 	}
 	var specs []workflows.PoolSpec
 	for i := range soakPools {
-		name := fmt.Sprintf("soak-%c", 'a'+i)
-		s.pools = append(s.pools, name)
-		spec := poolSpec(name, soakOrg, s.ns, 0, soakPoolMax)
-		spec.Labels = soakLabels(name)
-		spec.Template.Annotations = map[string]string{simulator.AnnotationWorkDuration: s.e.opts.Soak.JobDuration.String()}
-		specs = append(specs, spec)
+		specs = append(specs, s.addPool(fmt.Sprintf("soak-%c", 'a'+i)))
 	}
 	webhookPools := slices.Clone(s.pools)
-	set := poolSpec(soakScaleSetPool, soakOrg, s.ns, 0, soakPoolMax)
-	set.Labels, set.ScaleSet, set.WarmRegistrations = soakLabels(soakScaleSetPool), &workflows.ScaleSetSpec{}, 0
-	set.Template.Annotations = map[string]string{simulator.AnnotationWorkDuration: s.e.opts.Soak.JobDuration.String()}
-	s.pools = append(s.pools, soakScaleSetPool)
-	if err := s.e.apply(ctx, append(specs, set)...); err != nil {
+	s.e.offerJobs(soakOfferingPool)
+	for _, name := range soakScaleSetPools {
+		spec := s.addPool(name)
+		spec.ScaleSet, spec.WarmRegistrations = &workflows.ScaleSetSpec{}, 0
+		specs = append(specs, spec)
+	}
+	if err := s.e.apply(ctx, specs...); err != nil {
 		return err
 	}
 	if err := s.e.intake.waitRoutable(ctx, webhookPools...); err != nil {
 		return err
 	}
-	s.setIDs, err = waitListening(ctx, s.e, soakScaleSetPool)
+	s.setIDs, err = waitListening(ctx, s.e, soakScaleSetPools...)
 	return err
 }
 
+// addPool adds a pool to the phase's and returns its spec: its own label, its jobs
+// lasting the soak's job duration.
+func (s *soakPhase) addPool(name string) workflows.PoolSpec {
+	s.pools = append(s.pools, name)
+	spec := poolSpec(name, soakOrg, s.ns, 0, soakPoolMax)
+	spec.Labels = soakLabels(name)
+	spec.Template.Annotations = map[string]string{simulator.AnnotationWorkDuration: s.e.opts.Soak.JobDuration.String()}
+	return spec
+}
+
 // soakLabels are a soak pool's labels and its jobs' runs-on: the pools share an organization,
-// so a label of its own routes each job to one pool (the scale-set pool's jobs to its set; their
+// so a label of its own routes each job to one pool (a scale-set pool's jobs to its set; their
 // webhooks reach the intake too, as they would from an organization hook, and change nothing:
 // a scale-set pool's demand is its set's).
 func soakLabels(pool string) []string { return append(append([]string{}, jobLabels...), pool) }
@@ -202,7 +224,8 @@ func soakLabels(pool string) []string { return append(append([]string{}, jobLabe
 func (s *soakPhase) startWorker(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, workerStartBound)
 	defer cancel()
-	w, err := s.e.spawnWorker(ctx, workerSpawn{namespace: s.ns, logSuffix: "-soak-worker.log", flags: []string{
+	s.workersStarted++
+	w, err := s.e.spawnWorker(ctx, workerSpawn{namespace: s.ns, logSuffix: fmt.Sprintf("-soak-worker-%d.log", s.workersStarted), flags: []string{
 		"--reconcile-interval", s.e.opts.Soak.Reconcile.String(),
 		"--reconcile-hook", fmt.Sprintf("org:%s/%d", soakOrg, soakHookID),
 	}})
@@ -221,6 +244,7 @@ func (s *soakPhase) keepWorker(ctx context.Context) error {
 	}
 	s.workerExits++
 	s.e.say("soak: the worker process exited by itself (log %s); starting a new one", s.worker.logPath)
+	s.leavingWorker()
 	s.worker = nil
 	return s.startWorker(ctx)
 }
@@ -242,6 +266,9 @@ func (s *soakPhase) queueJobs(ctx context.Context, began time.Time) time.Time {
 		}
 		s.mu.Lock()
 		s.jobs = append(s.jobs, j.ID)
+		if slices.Contains(soakScaleSetPools, pool) {
+			s.setJobs = append(s.setJobs, j.ID)
+		}
 		s.mu.Unlock()
 	}
 	return time.Now()
@@ -254,6 +281,13 @@ func (s *soakPhase) jobIDs() []int64 {
 }
 
 func (s *soakPhase) queuedSoFar() int { return len(s.jobIDs()) }
+
+// setJobIDs are the scale-set pools' jobs queued so far.
+func (s *soakPhase) setJobIDs() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.setJobs...)
+}
 
 // waitRest waits, at most the settle bound, until everything is at rest, and returns whether
 // it came to rest and how long after quiet (the last fault's end).
@@ -346,7 +380,7 @@ func (s *soakPhase) tearDown() {
 		s.pods.stop()
 	}
 	s.e.terminatePools(ctx, s.pools...)
-	endListeners(s.e, []string{soakScaleSetPool}, s.setIDs)
+	endListeners(s.e, soakScaleSetPools, s.setIDs)
 	if len(s.pools) > 0 {
 		if runs, err := listRuns(ctx, s.e.c, s.runnerQuery()+runningOnly); err == nil {
 			for _, r := range runs {

@@ -26,6 +26,15 @@ const (
 	// faultActions5xx makes the Actions service (scale sets, their sessions, messages and
 	// runners) answer every call with a server error; REST is not affected.
 	faultActions5xx faultKind = "actions-5xx"
+	// faultSessionExpiry has the Actions service end every scale set's message session at
+	// once, as it ends one it takes for abandoned: each listener finds its session gone.
+	faultSessionExpiry faultKind = "session-expiry"
+	// faultReassignment has the Actions service take back the jobs no runner of their set
+	// took in time and assign them again, while the scale-set pools hold their runners back.
+	faultReassignment faultKind = "reassignment"
+	// faultRollingDeploy starts a second worker process and then stops the first gracefully
+	// (SIGTERM), as a Deployment's rolling update does.
+	faultRollingDeploy faultKind = "rolling-deploy"
 )
 
 // The faults' lengths, drawn per fault within these bounds (the "a few seconds",
@@ -38,9 +47,12 @@ const (
 	// The Actions service's outages: long enough that a listener's poll and runners' JIT
 	// configurations fail and are retried (the scale-set integration test holds one for 60 s).
 	actions5xxMin, actions5xxMax = 15 * time.Second, 30 * time.Second
+	// The reassignment window: the service takes jobs back for this long.
+	reassignWindowMin, reassignWindowMax = 20 * time.Second, 30 * time.Second
 	// faultsPerTenMinutes is how many worker kills, API-server pauses, GitHub outages and
-	// Actions service outages a ten-minute soak gets of each kind (at least one each in a shorter soak); the Temporal
-	// server is restarted once whatever the length.
+	// Actions service outages a ten-minute soak gets of each kind (at least one each in a
+	// shorter soak); the Temporal server is restarted, the sessions expired, jobs reassigned
+	// and the worker deployed once whatever the length.
 	faultsPerTenMinutes = 3
 )
 
@@ -49,6 +61,12 @@ const (
 var faultOverhead = map[faultKind]time.Duration{
 	faultWorkerKill:      10 * time.Second,
 	faultTemporalRestart: 20 * time.Second,
+	// Until the listeners poll through new sessions.
+	faultSessionExpiry: 15 * time.Second,
+	// Waiting for the sets' waiting jobs to be young enough (reassign).
+	faultReassignment: 5 * time.Second,
+	// The new worker's start, the old one's graceful stop.
+	faultRollingDeploy: 25 * time.Second,
 }
 
 // plannedFault is one fault of the plan: what, when (from the first job's queueing), for how
@@ -67,7 +85,7 @@ type plannedFault struct {
 func planFaults(seed int64, d time.Duration) []plannedFault {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x50a1c))
 	each := max(1, int(math.Round(faultsPerTenMinutes*d.Minutes()/10)))
-	kinds := []faultKind{faultTemporalRestart}
+	kinds := []faultKind{faultTemporalRestart, faultSessionExpiry, faultReassignment, faultRollingDeploy}
 	for range each {
 		kinds = append(kinds, faultWorkerKill, faultAPIServerPause, faultGitHub5xx, faultActions5xx)
 	}
@@ -115,6 +133,8 @@ func drawFault(r *rand.Rand, k faultKind) plannedFault {
 	case faultActions5xx:
 		f.For = between(actions5xxMin, actions5xxMax)
 		f.Status = []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[r.IntN(3)]
+	case faultReassignment:
+		f.For = between(reassignWindowMin, reassignWindowMax)
 	}
 	return f
 }
@@ -131,8 +151,13 @@ func (s *soakPhase) runFaults(ctx context.Context, plan []plannedFault, began ti
 		case <-time.After(time.Until(began.Add(f.At))):
 		}
 		start := time.Now()
-		s.e.say("soak: %s for %s (%d jobs queued so far)", describeFault(f), f.For, s.queuedSoFar())
-		if err := s.inject(ctx, f); err != nil {
+		what := describeFault(f)
+		if f.For > 0 {
+			what += " for " + f.For.String()
+		}
+		s.e.say("soak: %s (%d jobs queued so far)", what, s.queuedSoFar())
+		rec := SoakFault{Kind: string(f.Kind), AtSeconds: round1(start.Sub(began).Seconds()), OutageSeconds: f.For.Seconds(), Status: f.Status}
+		if err := s.inject(ctx, f, &rec); err != nil {
 			return done, fmt.Errorf("%s: %w", f.Kind, err)
 		}
 		if err := s.keepWorker(ctx); err != nil {
@@ -140,8 +165,8 @@ func (s *soakPhase) runFaults(ctx context.Context, plan []plannedFault, began ti
 		}
 		end := time.Now()
 		s.faultsOver = end
-		done = append(done, SoakFault{Kind: string(f.Kind), AtSeconds: round1(start.Sub(began).Seconds()),
-			Seconds: round1(end.Sub(start).Seconds()), OutageSeconds: f.For.Seconds(), Status: f.Status})
+		rec.Seconds = round1(end.Sub(start).Seconds())
+		done = append(done, rec)
 		s.e.say("soak: %s over after %.1fs", f.Kind, end.Sub(start).Seconds())
 	}
 	return done, nil
@@ -157,16 +182,24 @@ func describeFault(f plannedFault) string {
 		return "pausing kube-apiserver (SIGSTOP)"
 	case faultActions5xx:
 		return fmt.Sprintf("the Actions service answering %d to every call", f.Status)
+	case faultSessionExpiry:
+		return "the Actions service ending every scale set's message session"
+	case faultReassignment:
+		return fmt.Sprintf("the Actions service reassigning the jobs no runner took within %s (the scale-set pools paused for the first %s)", reassignLapse, reassignHold)
+	case faultRollingDeploy:
+		return "a rolling deploy: a second worker started, then the first stopped (SIGTERM)"
 	default:
 		return fmt.Sprintf("GitHub answering %d to every REST call", f.Status)
 	}
 }
 
-// inject breaks one part of the world for the fault's length and mends it.
-func (s *soakPhase) inject(ctx context.Context, f plannedFault) error {
+// inject breaks one part of the world for the fault's length and mends it, noting in rec what
+// a scale-set fault did.
+func (s *soakPhase) inject(ctx context.Context, f plannedFault, rec *SoakFault) error {
 	w := s.e.world
 	switch f.Kind {
 	case faultWorkerKill:
+		s.leavingWorker()
 		s.worker.kill()
 		s.worker = nil
 		if err := sleep(ctx, f.For); err != nil {
@@ -192,6 +225,12 @@ func (s *soakPhase) inject(ctx context.Context, f plannedFault) error {
 		w.GitHub.StartActionsServiceOutage(f.Status)
 		defer w.GitHub.EndActionsServiceOutage()
 		return sleep(ctx, f.For)
+	case faultSessionExpiry:
+		return s.expireSessions(ctx, rec)
+	case faultReassignment:
+		return s.reassign(ctx, f.For, rec)
+	case faultRollingDeploy:
+		return s.rollingDeploy(ctx, rec)
 	}
 	return fmt.Errorf("unknown fault %q", f.Kind)
 }

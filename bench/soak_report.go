@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,8 +23,11 @@ type SoakResult struct {
 	Seed  int64 `json:"seed"`
 	Jobs  int   `json:"jobs"`
 	Pools int   `json:"pools"`
-	// ScaleSetPool names the pool among them that is a runner scale set's.
-	ScaleSetPool string `json:"scaleSetPool,omitempty"`
+	// ScaleSetPool names the pool among them that is a runner scale set's whose jobs the
+	// service assigns it (github.com), OfferingScaleSetPool the one whose jobs it offers, to be
+	// acquired (GitHub Enterprise Server).
+	ScaleSetPool         string `json:"scaleSetPool,omitempty"`
+	OfferingScaleSetPool string `json:"offeringScaleSetPool,omitempty"`
 	// QueueSeconds is how long the jobs were queued over, JobSeconds how long each ran,
 	// ReconcileSeconds the reconcile Schedule's interval.
 	QueueSeconds     float64     `json:"queueSeconds"`
@@ -51,9 +55,15 @@ type SoakResult struct {
 	// that ran more than one job.
 	DuplicatePods      []string `json:"duplicatePods"`
 	RunnersWithTwoJobs []string `json:"runnersWithTwoJobs"`
-	// RunnerLifecycles are the pools' runner workflows, per job in LifecyclesPerJob.
-	RunnerLifecycles int     `json:"runnerLifecycles"`
-	LifecyclesPerJob float64 `json:"lifecyclesPerJob"`
+	// RunnerLifecycles are the pools' runner workflows, per job in LifecyclesPerJob, per pool
+	// in LifecyclesByPool.
+	RunnerLifecycles int            `json:"runnerLifecycles"`
+	LifecyclesPerJob float64        `json:"lifecyclesPerJob"`
+	LifecyclesByPool map[string]int `json:"lifecyclesByPool"`
+	// JobsReassigned are the scale-set jobs the service took back at least once (no runner
+	// took them in time), Reassignments how many times it took jobs back in all.
+	JobsReassigned int `json:"jobsReassigned"`
+	Reassignments  int `json:"reassignments"`
 	// RemovalsRefusedBusy are GitHub's refusals of a runner removal (a removal that met a busy
 	// runner and was refused, as it should be: REST's 422, the Actions service's 400); FailedDeliveries the webhook deliveries
 	// that got no 2xx answer, Redeliveries the redeliveries made.
@@ -63,6 +73,9 @@ type SoakResult struct {
 	// WorkerExits counts worker processes that ended by themselves (not killed by the plan);
 	// the soak started a new one each time, as Kubernetes restarts a container.
 	WorkerExits int `json:"workerExits"`
+	// UngracefulStops counts the workers a rolling deploy stopped that did not end within
+	// workerStopGrace of their SIGTERM and were killed.
+	UngracefulStops int `json:"ungracefulStops"`
 	// Problems lists what failed the soak; empty is a pass.
 	Problems []string `json:"problems"`
 }
@@ -75,6 +88,14 @@ type SoakFault struct {
 	Seconds       float64 `json:"seconds"`
 	OutageSeconds float64 `json:"outageSeconds"`
 	Status        int     `json:"status,omitempty"`
+	// LapseSeconds is, for a reassignment, how long an assignment lasted at the service;
+	// TakenBack how many times it took a job back meanwhile.
+	LapseSeconds float64 `json:"lapseSeconds,omitempty"`
+	TakenBack    int     `json:"takenBack,omitempty"`
+	// ServedAgainSeconds is, for a session expiry or a rolling deploy, when every scale set
+	// was polled again through a new session, from the fault's start; 0 if not within
+	// sessionsBackBound.
+	ServedAgainSeconds float64 `json:"servedAgainSeconds,omitempty"`
 }
 
 // measure counts what the soak left: jobs, orphans, failed jobs, duplicates, lifecycles.
@@ -123,8 +144,10 @@ func (s *soakPhase) measure(ctx context.Context, res SoakResult) (SoakResult, er
 	}
 	res.RunnerLifecycles = distinctWorkflows(all)
 	res.LifecyclesPerJob = ratio(res.RunnerLifecycles, len(s.jobIDs()))
+	res.LifecyclesByPool = lifecyclesByPool(all)
+	res.JobsReassigned, res.Reassignments = reassigned(gh, s.setJobIDs())
 	res.RemovalsRefusedBusy, res.FailedDeliveries, res.Redeliveries = githubTallies(gh, s.jobIDs())
-	res.WorkerExits = s.workerExits
+	res.WorkerExits, res.UngracefulStops = s.workerExits, s.ungracefulStops
 	for _, l := range []*[]string{&res.RunnersWithTwoJobs, &res.DuplicatePods, &res.OpenRunnerWorkflows, &res.Orphans} {
 		*l = append([]string{}, *l...) // [] rather than null in the JSON
 		slices.Sort(*l)
@@ -133,6 +156,30 @@ func (s *soakPhase) measure(ctx context.Context, res SoakResult) (SoakResult, er
 	res.BusyRunnersRemoved = append([]int64{}, res.BusyRunnersRemoved...)
 	res.Problems = append([]string{}, res.problems()...)
 	return res, nil
+}
+
+// lifecyclesByPool counts the runner workflows of each pool (runner/<pool>/<name>).
+func lifecyclesByPool(runs []executionRef) map[string]int {
+	seen := map[string]bool{}
+	out := map[string]int{}
+	for _, r := range runs {
+		if parts := strings.Split(r.id, "/"); len(parts) == 3 && !seen[r.id] {
+			seen[r.id] = true
+			out[parts[1]]++
+		}
+	}
+	return out
+}
+
+// reassigned counts the jobs the service took back at least once, and the times it did.
+func reassigned(gh *githubdouble.Server, jobs []int64) (jobsTakenBack, times int) {
+	for _, id := range jobs {
+		if j, _ := gh.Job(id); j.Reassigned > 0 {
+			jobsTakenBack++
+			times += j.Reassigned
+		}
+	}
+	return jobsTakenBack, times
 }
 
 // leftObjects names the pods and Secrets in the soak's namespace and the GitHub registrations
@@ -213,6 +260,7 @@ func (r SoakResult) problems() []string {
 		{"busy runners removed (jobs failed)", len(r.BusyRunnersRemoved)},
 		{"duplicate pods", len(r.DuplicatePods)},
 		{"runners that ran two jobs", len(r.RunnersWithTwoJobs)},
+		{"workers killed after their SIGTERM in a rolling deploy", r.UngracefulStops},
 	} {
 		if c.n > 0 {
 			out = append(out, fmt.Sprintf("%d %s", c.n, c.what))
@@ -228,7 +276,11 @@ func printSoak(w io.Writer, r *SoakResult) {
 	}
 	title := fmt.Sprintf("S soak, %d jobs over %.0f s, %d pools", r.Jobs, r.QueueSeconds, r.Pools)
 	if r.ScaleSetPool != "" {
-		title += fmt.Sprintf(" (%s a scale set's)", r.ScaleSetPool)
+		title += fmt.Sprintf(" (%s a scale set's, assigned its jobs", r.ScaleSetPool)
+		if r.OfferingScaleSetPool != "" {
+			title += fmt.Sprintf("; %s one's offered them", r.OfferingScaleSetPool)
+		}
+		title += ")"
 	}
 	row(w, title, "seed; faults", fmt.Sprintf("%d; %s", r.Seed, faultList(r.Faults)))
 	verdict := "PASS"
@@ -249,12 +301,14 @@ func printSoak(w io.Writer, r *SoakResult) {
 		len(r.BusyRunnersRemoved), examples(idStrings(r.BusyRunnersRemoved)), r.RemovalsRefusedBusy))
 	row(w, "", "duplicate pods; runners with two jobs", fmt.Sprintf("%d%s; %d%s",
 		len(r.DuplicatePods), examples(r.DuplicatePods), len(r.RunnersWithTwoJobs), examples(r.RunnersWithTwoJobs)))
-	row(w, "", "runner lifecycles per job", fmt.Sprintf("%.3f (%d for %d jobs)", r.LifecyclesPerJob, r.RunnerLifecycles, r.Jobs))
+	row(w, "", "runner lifecycles per job", fmt.Sprintf("%.3f (%d for %d jobs; by pool %s)", r.LifecyclesPerJob, r.RunnerLifecycles, r.Jobs, byName(r.LifecyclesByPool)))
+	row(w, "", "scale-set jobs taken back by the service", fmt.Sprintf("%d jobs, %d times", r.JobsReassigned, r.Reassignments))
 	row(w, "", "webhook deliveries failed; redelivered", fmt.Sprintf("%d; %d (reconcile Schedule every %.0f s)", r.FailedDeliveries, r.Redeliveries, r.ReconcileSeconds))
-	row(w, "", "worker processes that exited by themselves", fmt.Sprint(r.WorkerExits))
+	row(w, "", "worker processes that exited by themselves; killed after a deploy's SIGTERM", fmt.Sprintf("%d; %d", r.WorkerExits, r.UngracefulStops))
 }
 
-// faultList renders the faults in order: kind at its start, its length.
+// faultList renders the faults in order: kind at its start, its length, and what a
+// reassignment took back and when the sets were served again.
 func faultList(fs []SoakFault) string {
 	parts := make([]string, 0, len(fs))
 	for _, f := range fs {
@@ -262,7 +316,23 @@ func faultList(fs []SoakFault) string {
 		if f.Status != 0 {
 			kind = fmt.Sprintf("%s %d", kind, f.Status)
 		}
-		parts = append(parts, fmt.Sprintf("%s at %.0f s (%.0f s)", kind, f.AtSeconds, f.Seconds))
+		var more []string
+		if f.LapseSeconds > 0 {
+			more = append(more, fmt.Sprintf("lapse %.0f s, %d taken back", f.LapseSeconds, f.TakenBack))
+		}
+		if f.ServedAgainSeconds > 0 {
+			more = append(more, fmt.Sprintf("sets served again after %.1f s", f.ServedAgainSeconds))
+		}
+		parts = append(parts, fmt.Sprintf("%s at %.0f s (%s)", kind, f.AtSeconds, strings.Join(append([]string{fmt.Sprintf("%.0f s", f.Seconds)}, more...), "; ")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byName renders counts by name, in name order.
+func byName(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -9,13 +9,14 @@ import (
 )
 
 // TestFaultPlanRepeatsFromItsSeed: one seed, one plan; the plan has the faults (one
-// Temporal restart, the others three times in ten minutes, at least once in a short soak),
-// each within its bounds, one after another inside the queueing window.
+// Temporal restart, session expiry, reassignment window and rolling deploy, the others three
+// times in ten minutes, at least once in a short soak), each within its bounds, one after
+// another inside the queueing window.
 func TestFaultPlanRepeatsFromItsSeed(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration
 		each int
-	}{{10 * time.Minute, 3}, {3 * time.Minute, 1}, {2 * time.Minute, 1}, {time.Minute, 1}} {
+	}{{10 * time.Minute, 3}, {4 * time.Minute, 1}, {3 * time.Minute, 1}, {2 * time.Minute, 1}, {time.Minute, 1}} {
 		plan := planFaults(42, tc.d)
 		if again := planFaults(42, tc.d); !reflect.DeepEqual(plan, again) {
 			t.Errorf("%s: seed 42 gave two plans:\n%+v\n%+v", tc.d, plan, again)
@@ -33,13 +34,14 @@ func TestFaultPlanRepeatsFromItsSeed(t *testing.T) {
 			end = f.At + f.For + faultOverhead[f.Kind]
 			checkFaultBounds(t, f)
 		}
-		want := map[faultKind]int{faultTemporalRestart: 1, faultWorkerKill: tc.each, faultAPIServerPause: tc.each, faultGitHub5xx: tc.each, faultActions5xx: tc.each}
+		want := map[faultKind]int{faultTemporalRestart: 1, faultSessionExpiry: 1, faultReassignment: 1, faultRollingDeploy: 1,
+			faultWorkerKill: tc.each, faultAPIServerPause: tc.each, faultGitHub5xx: tc.each, faultActions5xx: tc.each}
 		if !reflect.DeepEqual(kinds, want) {
 			t.Errorf("%s: faults %v, want %v", tc.d, kinds, want)
 		}
-		// A soak of 3 minutes or more has room for all its faults; in a shorter one the last
-		// may end after the queueing.
-		if tc.d >= 3*time.Minute && end > tc.d {
+		// Soaks of 4 and 10 minutes have room for all their faults, however long each is drawn;
+		// in a shorter one the last may end after the queueing.
+		if tc.d >= 4*time.Minute && end > tc.d {
 			t.Errorf("%s: the last fault ends at %s, after the queueing", tc.d, end)
 		}
 	}
@@ -55,6 +57,9 @@ var faultBounds = map[faultKind][2]time.Duration{
 	faultAPIServerPause:  {apiPauseMin, apiPauseMax},
 	faultGitHub5xx:       {github5xxMin, github5xxMax},
 	faultActions5xx:      {actions5xxMin, actions5xxMax},
+	faultSessionExpiry:   {0, 0},
+	faultReassignment:    {reassignWindowMin, reassignWindowMax},
+	faultRollingDeploy:   {0, 0},
 }
 
 func checkFaultBounds(t *testing.T, f plannedFault) {
@@ -78,11 +83,12 @@ func TestSoakProblemsNameEveryCount(t *testing.T) {
 	bad := SoakResult{
 		ConvergeSeconds: 1200, JobsWithoutRunner: []int64{7}, Orphans: []string{"pod/soak-a-1f2e-3", "secret/soak-a-1f2e-3"},
 		OpenRunnerWorkflows: []string{"runner/soak-a/soak-a-1f2e-3"}, BusyRunnersRemoved: []int64{9},
-		DuplicatePods: []string{"soak-b-0a0b-1 (2 pods)"}, RunnersWithTwoJobs: []string{"soak-b-0a0b-2 (2 jobs)"},
+		DuplicatePods: []string{"soak-b-0a0b-1 (2 pods)"}, RunnersWithTwoJobs: []string{"soak-b-0a0b-2 (2 jobs)"}, UngracefulStops: 1,
 	}
 	got := strings.Join(bad.problems(), "; ")
 	want := "not at rest 1200 s after the last fault; 1 jobs without a runner; 2 orphans; 1 runner workflows still open; " +
-		"1 busy runners removed (jobs failed); 1 duplicate pods; 1 runners that ran two jobs"
+		"1 busy runners removed (jobs failed); 1 duplicate pods; 1 runners that ran two jobs; " +
+		"1 workers killed after their SIGTERM in a rolling deploy"
 	if got != want {
 		t.Errorf("problems:\n got %s\nwant %s", got, want)
 	}
