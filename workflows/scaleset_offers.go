@@ -17,17 +17,27 @@ type ScaleSetAcquisition struct {
 // The service (GHES) offers a job to a set and assigns it only once the set's listener
 // acquires it; the set acquires no more than it may run: its maximum less the jobs the
 // message's statistics say it holds already. Offers it has no room for are kept, oldest
-// first, and acquired when a later message shows room; an offer the message names as
-// assigned, started or completed is the set's, or gone, and needs no acquiring. Acquiring
-// twice is harmless: the service answers only the jobs the set did not hold.
+// first, and acquired when a later message shows room. An offer the message names as assigned
+// or started is the set's, and one a message completes without offering it again is gone:
+// neither needs acquiring. A job completed and offered in the same message was taken back
+// and offered again (reassignment: the client groups a message's events by type, so their
+// order is lost): the offer stands, since acquiring a job that is over acquires nothing.
+// Acquiring twice is harmless: the service answers only the jobs the set did not hold.
 func PlanScaleSetAcquisition(kept []int64, m ScaleSetMessage, maxCapacity int) ScaleSetAcquisition {
 	pending := slices.Clone(kept)
-	settled := map[int64]bool{}
+	offered, settled := map[int64]bool{}, map[int64]bool{}
 	for _, e := range m.Jobs {
 		if e.Event == ScaleSetJobAvailable {
 			pending = insertSorted(pending, e.RunnerRequestID)
-		} else {
+			offered[e.RunnerRequestID] = true
+		}
+	}
+	for _, e := range m.Jobs {
+		switch e.Event {
+		case ScaleSetJobAssigned, ScaleSetJobStarted:
 			settled[e.RunnerRequestID] = true
+		case ScaleSetJobCompleted:
+			settled[e.RunnerRequestID] = settled[e.RunnerRequestID] || !offered[e.RunnerRequestID]
 		}
 	}
 	pending = slices.DeleteFunc(pending, func(id int64) bool { return settled[id] })

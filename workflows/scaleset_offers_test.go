@@ -39,6 +39,11 @@ func TestPlanScaleSetAcquisition(t *testing.T) {
 			msg: ScaleSetMessage{Jobs: append(offered(5), ScaleSetJobEvent{Event: ScaleSetJobAssigned, RunnerRequestID: 4},
 				ScaleSetJobEvent{Event: ScaleSetJobCompleted, RunnerRequestID: 6, Result: "canceled"})},
 			max: 10, acquire: []int64{5}},
+		{name: "taken back and offered again in one message: acquired", kept: []int64{40},
+			msg: ScaleSetMessage{Jobs: append(offered(40), ScaleSetJobEvent{Event: ScaleSetJobCompleted, RunnerRequestID: 40, Result: "canceled"})},
+			max: 10, acquire: []int64{40}},
+		{name: "a kept offer completed without a new offer: gone", kept: []int64{40},
+			msg: ScaleSetMessage{Jobs: []ScaleSetJobEvent{{Event: ScaleSetJobCompleted, RunnerRequestID: 40, Result: "canceled"}}}, max: 10},
 		{name: "kept offers are bounded, the newest let go", kept: many, msg: ScaleSetMessage{Statistics: ScaleSetStatistics{AssignedJobs: 10}},
 			max: 10, keep: many[:ScaleSetOffersKept]},
 	}
