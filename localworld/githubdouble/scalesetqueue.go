@@ -160,6 +160,7 @@ func (s *Server) svcCreateSession(r *http.Request, scope Scope, body []byte) (in
 	}
 	s.lapseAssignments()
 	if cur := s.liveSession(ss); cur != nil {
+		ss.refused++
 		return 0, nil, svcErr(http.StatusConflict, excSessionConflict,
 			"The scale set %s already has an active session for owner %s.", ss.name, cur.owner)
 	}

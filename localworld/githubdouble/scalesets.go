@@ -27,6 +27,7 @@ type scaleSet struct {
 	maxCapacity   int            // the last X-ScaleSetMaxCapacity its listener sent
 	capacityKnown bool           // whether its listener ever sent one
 	dropped       int            // job messages its truncated backlog lost (Config.ScaleSetBacklogLimit)
+	refused       int            // session opens refused (409) while another session was kept
 	// offers: the set is offered its jobs and acquires them (GHES), rather than being assigned
 	// them (github.com). Chosen when it is created, as a set lives on one installation.
 	offers bool
@@ -82,6 +83,8 @@ type ScaleSet struct {
 	// DroppedJobMessages counts the job messages its queue dropped once it held
 	// Config.ScaleSetBacklogLimit of them.
 	DroppedJobMessages int
+	// RefusedSessions counts the session opens refused (409) while another session was kept.
+	RefusedSessions int
 	// Statistics are what the service would tell its listener now.
 	Statistics ScaleSetStatistics
 }
@@ -326,7 +329,7 @@ func (s *Server) ScaleSets() []ScaleSet {
 		snap := ScaleSet{
 			ID: ss.id, Name: ss.name, Scope: ss.scope, RunnerGroupID: ss.group.id, RunnerGroupName: ss.group.name,
 			Labels: ss.labelNames(), MaxCapacity: ss.maxCapacity, JobOffers: ss.offers,
-			DroppedJobMessages: ss.dropped, Statistics: s.statistics(ss),
+			DroppedJobMessages: ss.dropped, RefusedSessions: ss.refused, Statistics: s.statistics(ss),
 		}
 		if sess := s.liveSession(ss); sess != nil {
 			snap.SessionID, snap.SessionOwner = sess.id, sess.owner
