@@ -34,9 +34,11 @@ type pool struct {
 	ctx    workflow.Context
 	st     PoolState
 	logger log.Logger
-	// canAfter and iterations implement PoolInput.ContinueAsNewAfter.
-	canAfter   int
-	iterations int
+	// canAfter and iterations implement PoolInput.ContinueAsNewAfter, listenerCANAfter
+	// PoolInput.ListenerContinueAsNewAfter.
+	canAfter         int
+	iterations       int
+	listenerCANAfter int
 	// changed is set by every handler and completion; the loop waits for it.
 	changed bool
 	// inflight counts child starts and signals to runners not yet acknowledged; listing is
@@ -83,7 +85,7 @@ type pool struct {
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
-	p := &pool{ctx: ctx, canAfter: in.ContinueAsNewAfter}
+	p := &pool{ctx: ctx, canAfter: in.ContinueAsNewAfter, listenerCANAfter: in.ListenerContinueAsNewAfter}
 	if in.State != nil {
 		p.st = *in.State
 	} else {
@@ -382,7 +384,8 @@ func (p *pool) continueAsNew() error {
 	}
 	st := p.st
 	p.logger.Info("Pool continues as new", "runners", len(st.Runners), "iterations", p.iterations)
-	return workflow.NewContinueAsNewError(p.ctx, PoolWorkflowType, PoolInput{State: &st, ContinueAsNewAfter: p.canAfter})
+	return workflow.NewContinueAsNewError(p.ctx, PoolWorkflowType, PoolInput{State: &st, ContinueAsNewAfter: p.canAfter,
+		ListenerContinueAsNewAfter: p.listenerCANAfter})
 }
 
 // syncSearchAttributes keeps the attributes the starter routes by (and the Temporal UI lists

@@ -448,6 +448,7 @@ func (p *pool) startScaleSetListener(now time.Time) {
 	st := p.st.ScaleSet
 	in := ScaleSetListenerInput{
 		Pool: p.st.Spec.Name, Scope: p.st.Spec.Scope(), ScaleSetID: st.ScaleSetID, MaxCapacity: p.bounds(now).Max,
+		ContinueAsNewAfter: p.listenerCANAfter,
 	}
 	p.scaleSetBusy = true
 	p.inflight++

@@ -112,6 +112,9 @@ type PoolInput struct {
 	// ContinueAsNewAfter makes the pool continue as new after this many loop iterations of one
 	// run, in addition to the server's suggestion (a test knob; zero means only the suggestion).
 	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+	// ListenerContinueAsNewAfter is handed to the pool's scale-set listeners as their
+	// ContinueAsNewAfter (a test knob like ContinueAsNewAfter; zero: the server's suggestion).
+	ListenerContinueAsNewAfter int `json:"listenerContinueAsNewAfter,omitempty"`
 }
 
 // PoolResult is what a pool workflow returns; pools end only when cancelled or terminated.

@@ -122,10 +122,18 @@ func TestOperatorCommandsWithTheTemporalCLI(t *testing.T) {
 // first run's id.
 func (p *poolTest) startContinuingAsNew(spec workflows.PoolSpec, canAfter int) string {
 	p.t.Helper()
+	return p.startWithInput(workflows.PoolInput{Spec: spec, ContinueAsNewAfter: canAfter})
+}
+
+// startWithInput starts the pool of in.Spec as `starter apply` does, with in's test knobs; it
+// returns the first run's id.
+func (p *poolTest) startWithInput(in workflows.PoolInput) string {
+	p.t.Helper()
+	spec := in.Spec
 	start := p.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: workflows.PoolWorkflowID(spec.Name), TaskQueue: workflows.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.PoolWorkflowType, workflows.PoolInput{Spec: spec, ContinueAsNewAfter: canAfter})
+	}, workflows.PoolWorkflowType, in)
 	h, err := p.c.UpdateWithStartWorkflow(p.ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateApply,

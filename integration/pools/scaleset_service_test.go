@@ -169,3 +169,52 @@ func TestScaleSetSurvivesMessageIDsPerSession(t *testing.T) {
 		t.Errorf("started %d runners for 7 jobs, want one per job", st.Totals.Started)
 	}
 }
+
+// TestScaleSetCapacityChangeCrossesContinueAsNew: a maximum the pool sends while its listener
+// polls reaches the service, though the listener continues as new after every poll (the pool
+// hands its listeners that test knob); the run that received the signal ends with it read.
+func TestScaleSetCapacityChangeCrossesContinueAsNew(t *testing.T) {
+	p := newPoolTest(t, "ss-capacity-can")
+	world.GitHub.SetWebhookURL("")
+	spec := p.spec(0, 2, "1s")
+	spec.ScaleSet = &workflows.ScaleSetSpec{}
+	spec = spec.WithDefaults()
+	p.startWithInput(workflows.PoolInput{Spec: spec, ListenerContinueAsNewAfter: 1})
+	set := p.listenedTo()
+	reported := func(want int) func() bool {
+		return func() bool {
+			for _, s := range world.GitHub.ScaleSets() {
+				if s.ID == set.ID {
+					return s.MaxCapacity == want
+				}
+			}
+			return false
+		}
+	}
+	waitFor(t, wait, "the first maximum reported", reported(2))
+	listener := workflows.ScaleSetListenerWorkflowID(p.name, set.ID)
+	desc, err := p.c.DescribeWorkflowExecution(p.ctx, listener, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+
+	maxR := 5
+	spec.MaxReplicas = &maxR
+	p.apply(spec)
+	p.eventually(wait, "the listener told the new maximum", func(st workflows.PoolStatus) bool {
+		return st.ScaleSet != nil && st.ScaleSet.ListenerMax == maxR
+	})
+	// The listener is in a poll (the service holds it up to 50 s); a job ends it with a
+	// message, and the listener continues as new with the signal it received meanwhile.
+	ids := p.queueJobs(1)
+	waitFor(t, wait, "the new maximum reported to the service", reported(maxR))
+	p.checkRanOnceEach(p.jobsDone(ids))
+	desc, err = p.c.DescribeWorkflowExecution(p.ctx, listener, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.GetWorkflowExecutionInfo().GetExecution().GetRunId() == before {
+		t.Errorf("the listener never continued as new")
+	}
+}

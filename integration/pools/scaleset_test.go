@@ -23,6 +23,13 @@ func (p *poolTest) scaleSetPool(maxR int, work string) githubdouble.ScaleSet {
 	spec := p.spec(0, maxR, work)
 	spec.ScaleSet = &workflows.ScaleSetSpec{}
 	p.apply(spec.WithDefaults())
+	return p.listenedTo()
+}
+
+// listenedTo waits until the pool's set exists at the double with its listener's session open,
+// and ends the listener with the test.
+func (p *poolTest) listenedTo() githubdouble.ScaleSet {
+	p.t.Helper()
 	st := p.eventually(wait, "the set created and listened to", func(st workflows.PoolStatus) bool {
 		return st.ScaleSet != nil && st.ScaleSet.ScaleSetID != 0 && st.ScaleSet.Listening
 	})
