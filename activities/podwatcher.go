@@ -27,11 +27,6 @@ import (
 // nothing after it is news (the workflow ends its runner on the first), so those transitions
 // cost no signal.
 //
-// A pod created before its runner's Secret (runnerpod.AnnotationSecretAfterScheduling) costs
-// two signals more (SignalPodStart), because its workflow acts on them: when it is bound to a
-// node (the Secret is written then) and when it runs (its container holds the credential: the
-// Secret goes).
-//
 // One worker replica at a time runs it, elected through a Lease (ElectedPodWatcher): every
 // replica running its own would make each pod's end one billable signal per replica. A
 // watcher that starts (a new leader, a restart) lists every pod and signals those whose run
@@ -66,9 +61,7 @@ type PodWatcher struct {
 // podEvent is one signal to send. Equal events waiting in the queue are sent once.
 type podEvent struct {
 	workflowID string
-	// name is the signal's: SignalPodStatus for a run's end, SignalPodStart for a start's step.
-	name   string
-	signal workflows.PodStatusSignal
+	signal     workflows.PodStatusSignal
 }
 
 // maxSignalRetries bounds retries of one signal when Temporal is unreachable; after that the
@@ -134,44 +127,20 @@ func (w *PodWatcher) Run(ctx context.Context) error {
 // whose run has already ended.
 func (w *PodWatcher) onAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
+	if !ok || !runEnded(pod) {
 		return
 	}
-	switch {
-	case runEnded(pod):
-		w.enqueue(pod, workflows.SignalPodStatus, podSignal(pod))
-	case startStep(pod) > 0:
-		w.enqueue(pod, workflows.SignalPodStart, podSignal(pod))
-	}
+	w.enqueue(pod, podSignal(pod))
 }
 
 // onUpdate reports the transition into an ended run, once.
 func (w *PodWatcher) onUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	pod, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || runEnded(old) {
+	if !ok1 || !ok2 || runEnded(old) || !runEnded(pod) {
 		return
 	}
-	switch {
-	case runEnded(pod):
-		w.enqueue(pod, workflows.SignalPodStatus, podSignal(pod))
-	case startStep(pod) > startStep(old):
-		w.enqueue(pod, workflows.SignalPodStart, podSignal(pod))
-	}
-}
-
-// startStep is how far the start of a pod created before its Secret has come: 0 unscheduled
-// (or not such a pod), 1 bound to a node, 2 running. Each step is one signal.
-func startStep(pod *corev1.Pod) int {
-	switch {
-	case pod.Annotations[runnerpod.AnnotationSecretAfterScheduling] == "":
-		return 0
-	case pod.Status.Phase == corev1.PodRunning:
-		return 2
-	case pod.Spec.NodeName != "":
-		return 1
-	}
-	return 0
+	w.enqueue(pod, podSignal(pod))
 }
 
 // onDelete reports the pod gone, also when the informer only learned of it from a re-list,
@@ -187,15 +156,15 @@ func (w *PodWatcher) onDelete(obj any) {
 	}
 	sig := podSignal(pod)
 	sig.Phase = workflows.PodGone
-	w.enqueue(pod, workflows.SignalPodStatus, sig)
+	w.enqueue(pod, sig)
 }
 
-func (w *PodWatcher) enqueue(pod *corev1.Pod, name string, sig workflows.PodStatusSignal) {
+func (w *PodWatcher) enqueue(pod *corev1.Pod, sig workflows.PodStatusSignal) {
 	id := pod.Annotations[runnerpod.AnnotationWorkflowID]
 	if id == "" {
 		return // labelled as ours but not made by a runner workflow: nobody to tell
 	}
-	w.queue.Add(podEvent{workflowID: id, name: name, signal: sig})
+	w.queue.Add(podEvent{workflowID: id, signal: sig})
 }
 
 // runEnded is true once the pod's run is over: it succeeded or failed, or its deletion began.
@@ -206,7 +175,7 @@ func runEnded(pod *corev1.Pod) bool {
 func podSignal(pod *corev1.Pod) workflows.PodStatusSignal {
 	return workflows.PodStatusSignal{
 		Pod: pod.Name, UID: string(pod.UID), Phase: workflows.PodPhase(pod.Status.Phase),
-		Reason: pod.Status.Reason, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
+		Reason: pod.Status.Reason, Deleting: pod.DeletionTimestamp != nil,
 	}
 }
 
@@ -217,7 +186,7 @@ func (w *PodWatcher) sendNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(ev)
-	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", ev.name, ev.signal)
+	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", workflows.SignalPodStatus, ev.signal)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil, errors.As(err, &notFound):

@@ -75,5 +75,4 @@ var Changes = []Change{
 	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with and starts each session's cursor afresh"},
 	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, takes every message's and a session's opening statistics, and follows a session that numbers its messages afresh"},
 	{changeScaleSetLeaveAfterRunners, PoolWorkflowType, "v7", "a set the pool moved on from is deleted once the runners it had then have ended, not at once"},
-	{changeSecretAfterScheduling, RunnerWorkflowType, "v7", "a JIT runner's pod comes first; its Secret is written once the pod is scheduled and deleted once the runner started, and its end deletes the pod"},
 }
