@@ -10,10 +10,13 @@ demo: tools
 	$(GO) run ./demo
 
 ## test: build the test world's tools once per machine, then run the checkers and every test (race detector on).
+## Three packages run at once (go test's default is one per core): an integration package's world
+## mostly waits on its system's timers and leaves the cores idle, so a third keeps them busy.
+TEST_PACKAGES_AT_ONCE ?= 3
 test: tools
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory lint-only
-	$(GO) test -race -count=1 -timeout 80m ./...
+	$(GO) test -race -count=1 -timeout 80m -p $(TEST_PACKAGES_AT_ONCE) ./...
 
 ## lint: workflowcheck (determinism of the workflow code, configured in workflows/workflowcheck.yaml)
 ## and staticcheck, both built at pinned versions by scripts/tools.sh (tools/lint).

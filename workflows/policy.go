@@ -315,10 +315,6 @@ const (
 	// not report its end (a final report is delivered in well under a second); the pool then
 	// forgets it. Shorter would race a report in flight.
 	PoolRunnerEndGrace = 30 * time.Second
-	// PoolRunnerCheckInterval: at rest the pool checks for runner workflows that ended without a
-	// report this often (while runners register, at the listing's short interval). Every 2 min
-	// cost 50 pools 3 000 actions an hour at rest for a case an operator causes by hand.
-	PoolRunnerCheckInterval = 5 * time.Minute
 	// PoolRunnerCheckOverlap: each check looks back this far before the previous one, so a
 	// runner whose end reached Temporal's visibility late (it is eventually consistent) is
 	// still found.
@@ -374,9 +370,6 @@ const (
 	// MaxPoolReplicas bounds maxReplicas: the pool carries one entry per runner across
 	// continue-as-new, and that state must stay far below Temporal's 2 MB payload limit.
 	MaxPoolReplicas = 1000
-	// PoolListingInterval: while a pool has runners it lists them at GitHub this often (one
-	// paginated call per pool), to learn online/busy changes and find orphans cheaply.
-	PoolListingInterval = 2 * time.Minute
 	// PoolListingIntervalStarting: while any runner is still registering the listing runs this
 	// often, because it is how a new runner is seen online (GitHub sends no webhook for it).
 	PoolListingIntervalStarting = 15 * time.Second
@@ -623,6 +616,26 @@ const (
 	PodWatcherLeaseRetryPeriod = 2 * time.Second
 )
 
+// ---- Waits at rest that a test world shortens ----
+
+// These three are variables, not constants, for one reason: the integration tests must see each
+// of them pass, and at their production lengths they cost the suite minutes per test. A test
+// world shortens them before its worker starts (testworld.ShortenRestWaits); nothing else
+// assigns them. A history recorded with other lengths replays the same: a timer's or a retry's
+// length is not part of the command that identifies it.
+var (
+	// PoolRunnerCheckInterval: at rest the pool checks for runner workflows that ended without a
+	// report this often (while runners register, at the listing's short interval). Every 2 min
+	// cost 50 pools 3 000 actions an hour at rest for a case an operator causes by hand.
+	PoolRunnerCheckInterval = 5 * time.Minute
+	// PoolListingInterval: while a pool has runners it lists them at GitHub this often (one
+	// paginated call per pool), to learn online/busy changes and find orphans cheaply.
+	PoolListingInterval = 2 * time.Minute
+	// QuotaRetryMax bounds the doubling wait between tries of a pod create refused for quota
+	// (QuotaRetryInitial): a pod starts at most a minute after room appears.
+	QuotaRetryMax = time.Minute
+)
+
 // ---- Scope listing: one runner listing per GitHub scope, shared by its pools ----
 
 const (
@@ -676,7 +689,6 @@ const (
 	// API request and one activity attempt (a billable action), so a runner waiting an hour
 	// costs about 60 tries, and a pod starts at most a minute after room appears.
 	QuotaRetryInitial = 5 * time.Second
-	QuotaRetryMax     = time.Minute
 )
 
 // QuotaRetryDelay is the wait before attempt+1 of a pod create refused for quota (attempt

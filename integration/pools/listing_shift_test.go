@@ -27,7 +27,7 @@ func TestBusyRunnerSkippedByAPagedListingFinishesItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The job outlasts a rest interval of the listing, so a listing comes while it runs.
-	const jobTime = 170 * time.Second
+	jobTime := workflows.PoolListingInterval + 50*time.Second
 	p.apply(p.spec(1, 1, jobTime.String()))
 	st := p.eventually(wait, "the pool's runner idle", func(st workflows.PoolStatus) bool {
 		return count(st, workflows.RunnerIdle, "") == 1

@@ -43,6 +43,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	testworld.ShortenRestWaits()
 	os.Exit(testworld.RunTests(m, testworld.WorldOptions{
 		WorkDuration:              time.Second,
 		ScaleSetJobOffersFor:      githubdouble.JobOffersFor(githubdouble.ScaleSetKey{Scope: githubdouble.OrgScope(offeringOrg)}),

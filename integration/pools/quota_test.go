@@ -21,14 +21,16 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// quotaHold is how long the namespace stays at its quota: longer than any single retry interval
-// of the pod create (workflows.QuotaRetryMax) and than the pool's failure backoff, so a runner
+// quotaHold is how long the namespace stays at its quota: twice the longest retry interval of
+// the pod create (workflows.QuotaRetryMax) and twice the pool's failure backoff, so a runner
 // that failed on the refusal, or a wait that gave up, would show.
-const quotaHold = 2 * time.Minute
+func quotaHold() time.Duration {
+	return 2 * max(workflows.QuotaRetryMax, workflows.PoolFailureBackoff)
+}
 
 // A namespace whose ResourceQuota admits 5 runner pods, and a burst of 20 jobs: 5 runners start
 // and the other 15 wait for room — no runner fails, the pool's status and the gauge
-// runnerflow_pool_blocked{reason="quota"} show the 15 — until the quota is raised 2 minutes
+// runnerflow_pool_blocked{reason="quota"} show the 15 — until the quota is raised a minute
 // later. Then all 20 jobs run, on 20 runners with one JIT configuration each (a refused pod
 // mints nothing again), and the block is gone from status and gauge. No history and no log line
 // of the worker carries a credential the double issued.
@@ -62,7 +64,7 @@ func TestQuotaRefusalsWaitForRoom(t *testing.T) {
 	}
 
 	// The quota holds: the 5 admitted runners run their jobs; the others keep waiting, none fails.
-	for time.Since(burstAt) < quotaHold {
+	for time.Since(burstAt) < quotaHold() {
 		st := p.status()
 		if st.Totals.Failed != 0 {
 			t.Fatalf("%d runner(s) failed while the namespace was at its quota: %+v", st.Totals.Failed, st.Finished)

@@ -10,10 +10,6 @@ import (
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// restCheckInterval is the at-rest pace of the pool's check for runner workflows that ended
-// without a report, the pace this test waits for.
-const restCheckInterval = workflows.PoolRunnerCheckInterval
-
 // A pool at rest (its one runner idle, none registering) keeps checking for runner workflows
 // that ended without a report, at the at-rest interval: two checks that far apart. Its history
 // is the replay test's pool at rest, which the listing's short interval during registration
@@ -23,8 +19,8 @@ func TestPoolAtRestChecksForEndedRunners(t *testing.T) {
 	p := newPoolTest(t, "rest")
 	p.apply(p.spec(1, 1, ""))
 	p.eventually(wait, "an idle runner", func(st workflows.PoolStatus) bool { return count(st, workflows.RunnerIdle, "") == 1 })
-	waitFor(t, restCheckInterval+wait, "two checks at rest", func() bool {
-		return p.longestCheckGap() >= restCheckInterval
+	waitFor(t, workflows.PoolRunnerCheckInterval+wait, "two checks at rest", func() bool {
+		return p.longestCheckGap() >= workflows.PoolRunnerCheckInterval
 	})
 	if testworld.RecordingHistories() {
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-rest")
@@ -48,8 +44,8 @@ func TestPoolAtRestHoldsAReservationNoRunnerTakes(t *testing.T) {
 	if err := p.c.SignalWorkflow(p.ctx, workflows.PoolWorkflowID(p.name), "", workflows.SignalReservations, batch); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, restCheckInterval+wait, "two checks at rest", func() bool {
-		return p.longestCheckGap() >= restCheckInterval
+	waitFor(t, workflows.PoolRunnerCheckInterval+wait, "two checks at rest", func() bool {
+		return p.longestCheckGap() >= workflows.PoolRunnerCheckInterval
 	})
 	if testworld.RecordingHistories() {
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-held")

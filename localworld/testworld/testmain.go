@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/runnerflow/runnerflow/workflows"
 )
 
 // startTimeout bounds the start of a package's world; a cold start takes a few seconds.
@@ -26,4 +28,17 @@ func RunTests(m *testing.M, opts WorldOptions, world **World) int {
 	defer w.Stop()
 	*world = w
 	return m.Run()
+}
+
+// ShortenRestWaits gives the policy's waits at rest (workflows/policy.go, "Waits at rest that a
+// test world shortens") the lengths a test waits out: a pool at rest checks its runner workflows
+// every 30 s instead of 5 min, lists its runners every 30 s instead of 2 min (still twice the
+// 15 s it lists at while runners register, so the two paces stay apart), and a pod refused for
+// quota is tried again at least every 10 s instead of every minute. Call it in TestMain before
+// RunTests: the package's in-process workers read them; a worker binary a test starts keeps the
+// production lengths.
+func ShortenRestWaits() {
+	workflows.PoolRunnerCheckInterval = 30 * time.Second
+	workflows.PoolListingInterval = 30 * time.Second
+	workflows.QuotaRetryMax = 10 * time.Second
 }
