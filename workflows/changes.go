@@ -75,4 +75,6 @@ var Changes = []Change{
 	{changeScaleSetSessionStatistics, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool the statistics each session opens with and starts each session's cursor afresh"},
 	{changeScaleSetStatisticsFirst, PoolWorkflowType, "v7", "a scale-set pool reopens reassigned jobs, trims its ledger to the statistics after a hold, takes every message's and a session's opening statistics, and follows a session that numbers its messages afresh"},
 	{changeScaleSetLeaveAfterRunners, PoolWorkflowType, "v7", "a set the pool moved on from is deleted once the runners it had then have ended, not at once"},
+	{changeScaleSetHandOverAcquired, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool, with a message, the jobs it acquired after reading it"},
+	{changeScaleSetAcquiredAssigned, PoolWorkflowType, "v7", "a scale-set pool counts the jobs its listener acquired as assigned when their message arrives, not when their assigned messages do"},
 }

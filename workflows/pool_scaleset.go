@@ -32,6 +32,12 @@ const changeScaleSetRanUnseen = "scaleset-ran-unseen"
 // pool, when a message or a session's statistics arrive, or its hold is tended.
 const changeScaleSetStatisticsFirst = "scaleset-statistics-first"
 
+// changeScaleSetAcquiredAssigned gates folding the jobs the listener acquired into the ledger
+// as assigned when their message arrives (ApplyScaleSetAcquired): before it they counted only
+// once their own assigned messages came. Asked only by a scale-set pool, when a message arrives
+// with acquired jobs, which only a listener under changeScaleSetHandOverAcquired sends.
+const changeScaleSetAcquiredAssigned = "scaleset-acquired-assigned"
+
 // changeScaleSetLeaveAfterRunners gates deleting a set the pool moved on from only once the
 // runners it had then have ended: before it the set was deleted at once, under runners that
 // might still run its jobs. Asked only by a pool that leaves a set.
@@ -62,6 +68,10 @@ type PoolScaleSetState struct {
 	Ledger     ScaleSetLedger     `json:"ledger"`
 	Statistics ScaleSetStatistics `json:"statistics"`
 	MessageAt  time.Time          `json:"messageAt,omitzero"`
+	// AcquiredSince counts the jobs the listener acquired after Statistics were taken: the
+	// service assigned them since, so they count on top of its assigned count until newer
+	// statistics arrive (assignedNow).
+	AcquiredSince int `json:"acquiredSince,omitempty"`
 	// Finished are the pool's runners that ended after running a job while no message had
 	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
 	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
@@ -123,9 +133,12 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	}
 	if sig.Message.ID <= ledger.LastMessageID {
 		// Handed again: counted already. Its statistics, the set's as of the answer, are the
-		// newest.
+		// newest; jobs acquired after it (offers kept for room) are the service's word of now.
 		if p.scaleSetStatisticsFirstOn() {
-			st.Statistics = sig.Message.Statistics
+			st.Statistics, st.AcquiredSince = sig.Message.Statistics, 0
+		}
+		p.takeScaleSetAcquired(sig.Acquired)
+		if p.scaleSetStatisticsFirstOn() {
 			p.boundScaleSetLedger(workflow.Now(p.ctx))
 		}
 		return
@@ -136,10 +149,35 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	}
 	ledger, _ = ApplyScaleSetMessage(ledger, sig.Message)
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
+	st.AcquiredSince = 0
 	st.MessageAt = workflow.Now(p.ctx)
 	st.Finished = ForgetNamedRunners(st.Finished, sig.Message, st.MessageAt)
 	p.markScaleSetJobsDone(sig.Message)
+	p.takeScaleSetAcquired(sig.Acquired)
 	p.boundScaleSetLedger(st.MessageAt)
+}
+
+// takeScaleSetAcquired folds the jobs the listener acquired after a message into the ledger as
+// waiting (ApplyScaleSetAcquired), so a burst's runners follow its acquisitions rather than
+// statistics that lag them by a message and assigned messages that lag them by the burst. The
+// message's statistics were taken before the acquisition: the jobs count on top of them too,
+// or the ledger would seem to hold more than the service assigned (BoundScaleSetLedger).
+func (p *pool) takeScaleSetAcquired(acquired []int64) {
+	if len(acquired) == 0 || !p.scaleSetOn() ||
+		workflow.GetVersion(p.ctx, changeScaleSetAcquiredAssigned, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	st := p.st.ScaleSet
+	st.Ledger = ApplyScaleSetAcquired(st.Ledger, acquired)
+	st.AcquiredSince += len(acquired)
+}
+
+// assignedNow is the service's statistics with the jobs acquired since they were taken counted
+// as assigned.
+func (st *PoolScaleSetState) assignedNow() ScaleSetStatistics {
+	s := st.Statistics
+	s.AssignedJobs += st.AcquiredSince
+	return s
 }
 
 // onScaleSetSessionOpened takes the statistics a new session opened with: a set adopted with
@@ -150,7 +188,7 @@ func (p *pool) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
 	if st == nil || sig.ScaleSetID != st.ScaleSetID || !p.scaleSetStatisticsFirstOn() {
 		return
 	}
-	st.Statistics, st.SessionID = sig.Statistics, sig.SessionID
+	st.Statistics, st.SessionID, st.AcquiredSince = sig.Statistics, sig.SessionID, 0
 	p.boundScaleSetLedger(workflow.Now(p.ctx))
 }
 
@@ -158,10 +196,10 @@ func (p *pool) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
 // (BoundScaleSetLedger).
 func (p *pool) boundScaleSetLedger(now time.Time) {
 	st := p.st.ScaleSet
-	if st == nil || (st.ExcessSince.IsZero() && st.Ledger.Jobs() <= st.Statistics.AssignedJobs) || !p.scaleSetStatisticsFirstOn() {
+	if st == nil || (st.ExcessSince.IsZero() && st.Ledger.Jobs() <= st.assignedNow().AssignedJobs) || !p.scaleSetStatisticsFirstOn() {
 		return
 	}
-	st.Ledger, st.ExcessSince = BoundScaleSetLedger(st.Ledger, st.Statistics, st.ExcessSince, now)
+	st.Ledger, st.ExcessSince = BoundScaleSetLedger(st.Ledger, st.assignedNow(), st.ExcessSince, now)
 }
 
 // scaleSetExcessWake is when the ledger's excess over the statistics outlasts its hold (zero:
@@ -495,8 +533,12 @@ func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
 	if len(st.Finished) > 0 { // only a pool under changeScaleSetRanUnseen has any
 		done += ScaleSetFinishedUnseen(st.Ledger, st.Finished, now)
 	}
-	want := ScaleSetDemand(st.Ledger, st.Statistics, b, done)
-	why := fmt.Sprintf("scale set: max(jobs %d, assigned %d) - done %d + minIdle %d", st.Ledger.Jobs(), st.Statistics.AssignedJobs, done, b.MinIdle)
+	want := ScaleSetDemand(st.Ledger, st.assignedNow(), b, done)
+	assigned := fmt.Sprint(st.Statistics.AssignedJobs)
+	if st.AcquiredSince > 0 {
+		assigned += fmt.Sprintf(" + %d acquired since", st.AcquiredSince)
+	}
+	why := fmt.Sprintf("scale set: max(jobs %d, assigned %s) - done %d + minIdle %d", st.Ledger.Jobs(), assigned, done, b.MinIdle)
 	return &PullDecision{Want: want, Why: why}
 }
 

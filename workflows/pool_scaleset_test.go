@@ -352,6 +352,59 @@ func TestScaleSetPoolWakesWhenAFinishedRunnersHoldLapses(t *testing.T) {
 	h.run(spec, 2*time.Minute+ScaleSetFinishedHold+20*time.Second)
 }
 
+// A burst on a service that offers its jobs (GHES): the jobs the listener acquired after a
+// message count with it, so runners start for them at once, and the runners that wait for
+// jobs 3 and 4 stay when the next message assigns and starts 1 and 2, whose runners already
+// left, with statistics that count 3 and 4 alone (TestScaleSetDemandFollowsAcquisitions).
+// A history from before the change counts the message alone.
+func TestScaleSetPoolCountsTheJobsItsListenerAcquired(t *testing.T) {
+	offers := func(id int64, acquired ...int64) ScaleSetMessageSignal {
+		sig := scaleSetMessage(5, id, 0, jobEvent(ScaleSetJobAvailable, acquired...)...)
+		sig.Acquired = acquired
+		return sig
+	}
+	t.Run("before the change", func(t *testing.T) {
+		h, spec := newScaleSetPoolHarness(t)
+		setUp := h.onSegment
+		h.onSegment = func() {
+			setUp()
+			h.env.OnGetVersion(changeScaleSetAcquiredAssigned, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		}
+		h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, offers(1, 1, 2, 3, 4)) })
+		h.check(time.Minute+5*time.Second, "the acquisitions not counted", func(st PoolStatus) bool {
+			return st.ScaleSet.Ledger.Jobs() == 0 && st.Desired == 0 && len(st.Runners) == 0
+		})
+		h.run(spec, time.Minute+10*time.Second)
+	})
+	h, spec := newScaleSetPoolHarness(t)
+	h.at(time.Minute, func() { h.signal(SignalScaleSetMessage, offers(1, 1, 2, 3, 4)) })
+	h.check(time.Minute+5*time.Second, "a runner per acquired job, before any assigned message", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{1, 2, 3, 4}) && st.Desired == 4 && len(st.Runners) == 4
+	})
+	var ran []string
+	h.at(2*time.Minute, func() { ran = h.startJobsWithIDs(1, 2) })
+	h.at(2*time.Minute+time.Second, func() {
+		for _, name := range ran {
+			h.end(name, RunnerDone, EndReasonPodSucceeded)
+		}
+	})
+	h.at(2*time.Minute+10*time.Second, func() {
+		events := jobEvent(ScaleSetJobAssigned, 1, 2)
+		for i, e := range jobEvent(ScaleSetJobStarted, 1, 2) {
+			e.RunnerName = ran[i]
+			events = append(events, e)
+		}
+		h.signal(SignalScaleSetMessage, scaleSetMessage(5, 2, 2, events...))
+	})
+	h.check(2*time.Minute+15*time.Second, "the runners for 3 and 4 kept", func(st PoolStatus) bool {
+		return slices.Equal(st.ScaleSet.Ledger.Waiting, []int64{3, 4}) && st.Desired == 2 && len(st.Runners) == 2
+	})
+	st := h.run(spec, 2*time.Minute+20*time.Second)
+	if st.Totals.Started != 4 {
+		t.Errorf("started %d runners for 4 jobs, want 4", st.Totals.Started)
+	}
+}
+
 // newScaleSetPoolHarness is a harness whose pool is a scale set's (set 5, 0 to 5 runners): the
 // set is created at once and its listener plays no messages of its own.
 func newScaleSetPoolHarness(t *testing.T) (*poolHarness, PoolSpec) {

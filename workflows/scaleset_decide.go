@@ -103,6 +103,36 @@ func (l *ScaleSetLedger) apply(e ScaleSetJobEvent) {
 	}
 }
 
+// ApplyScaleSetAcquired folds in the jobs the listener acquired for the set (GHES's flow): the
+// service's answer to an acquisition assigns them to the set, so each is waiting from then on,
+// though its assigned message can come many messages later, queued behind the offers sent
+// before it (a burst offers hundreds). Folded in with the message that led to the
+// acquisition, they keep the ledger ahead of the statistics, as the assigned messages of
+// github.com's flow do; without them the pool scales on the statistics alone, less the jobs
+// done that the statistics no longer count either (ScaleSetDemand), and lets go of the runners
+// those jobs wait for. A job already running keeps its runner; a job the ledger completed was
+// taken back and is assigned again now (the client's README, "Job Reassignment"), so it is
+// open again. The assigned message that follows changes nothing more.
+func ApplyScaleSetAcquired(l ScaleSetLedger, acquired []int64) ScaleSetLedger {
+	out := l
+	out.Waiting = slices.Clone(l.Waiting)
+	reopened := map[int64]bool{}
+	for _, id := range acquired {
+		if slices.ContainsFunc(l.Running, func(r ScaleSetRunningJob) bool { return r.RunnerRequestID == id }) {
+			continue
+		}
+		reopened[id] = slices.Contains(l.Completed, id)
+		out.Waiting = insertSorted(out.Waiting, id)
+	}
+	if slices.ContainsFunc(l.Completed, func(id int64) bool { return reopened[id] }) {
+		out.Completed = slices.DeleteFunc(slices.Clone(l.Completed), func(id int64) bool { return reopened[id] })
+	}
+	if len(out.Waiting) == 0 {
+		out.Waiting = nil
+	}
+	return out
+}
+
 func insertSorted(ids []int64, id int64) []int64 {
 	i, found := slices.BinarySearch(ids, id)
 	if found {

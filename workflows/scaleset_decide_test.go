@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -123,6 +124,88 @@ func TestScaleSetDemand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ScaleSetDemand(tc.ledger, ScaleSetStatistics{AssignedJobs: tc.assigned}, tc.bounds, tc.done); got != tc.want {
 				t.Errorf("ScaleSetDemand = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyScaleSetAcquired(t *testing.T) {
+	running := []ScaleSetRunningJob{{RunnerRequestID: 4, RunnerName: "r4"}}
+	for _, tc := range []struct {
+		name     string
+		ledger   ScaleSetLedger
+		acquired []int64
+		want     ScaleSetLedger
+	}{
+		{
+			name:     "acquired jobs wait, each once, before their assigned messages",
+			ledger:   ScaleSetLedger{LastMessageID: 3, Waiting: []int64{2}},
+			acquired: []int64{7, 2, 5, 7},
+			want:     ScaleSetLedger{LastMessageID: 3, Waiting: []int64{2, 5, 7}},
+		},
+		{
+			name:     "a running job keeps its runner",
+			ledger:   ScaleSetLedger{LastMessageID: 3, Running: running},
+			acquired: []int64{4},
+			want:     ScaleSetLedger{LastMessageID: 3, Running: running},
+		},
+		{
+			name:     "a job taken back and acquired again is open again",
+			ledger:   ScaleSetLedger{LastMessageID: 3, Completed: []int64{1, 6, 8}},
+			acquired: []int64{6},
+			want:     ScaleSetLedger{LastMessageID: 3, Waiting: []int64{6}, Completed: []int64{1, 8}},
+		},
+		{
+			name:   "nothing acquired changes nothing",
+			ledger: ScaleSetLedger{LastMessageID: 3, Completed: []int64{1}},
+			want:   ScaleSetLedger{LastMessageID: 3, Completed: []int64{1}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fmt.Sprintf("%+v", tc.ledger)
+			got := ApplyScaleSetAcquired(tc.ledger, tc.acquired)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ApplyScaleSetAcquired = %+v, want %+v", got, tc.want)
+			}
+			if after := fmt.Sprintf("%+v", tc.ledger); after != before {
+				t.Errorf("the input ledger changed: %s, was %s", after, before)
+			}
+		})
+	}
+}
+
+// A burst on a service that offers its jobs (GHES), as the benchmark's offering set met it:
+// jobs 1 to 4 were offered in message 1 and acquired after it; message 2 assigns 1 and 2 and
+// names their runners, which ran them and left, and its statistics count only 3 and 4. The
+// assigned messages of 3 and 4 still wait behind the burst's other offers, while the runners
+// started for them wait for them. Counted from the acquisition, the ledger keeps those two
+// runners; counted from the assigned messages alone, the demand rests on the statistics, less
+// the two jobs done that the statistics no longer count either, and the pool lets go of the
+// runners jobs 3 and 4 are about to take.
+func TestScaleSetDemandFollowsAcquisitions(t *testing.T) {
+	offered := ScaleSetMessage{ID: 1}
+	for id := range int64(4) {
+		offered.Jobs = append(offered.Jobs, ScaleSetJobEvent{Event: ScaleSetJobAvailable, RunnerRequestID: id + 1})
+	}
+	assigned := ScaleSetMessage{ID: 2, Statistics: ScaleSetStatistics{AssignedJobs: 2}, Jobs: []ScaleSetJobEvent{
+		ssAssigned(1), ssAssigned(2), ssStarted(1, "r1"), ssStarted(2, "r2"),
+	}}
+	runners := []PoolRunner{{Name: "r3", State: RunnerIdle}, {Name: "r4", State: RunnerIdle}} // r1 and r2 ended
+	for _, tc := range []struct {
+		name     string
+		acquired []int64
+		want     int
+	}{
+		{"acquired jobs counted with their message", []int64{1, 2, 3, 4}, 2},
+		{"before changeScaleSetAcquiredAssigned: the runners for 3 and 4 let go", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := ApplyScaleSetMessage(ScaleSetLedger{}, offered)
+			l = ApplyScaleSetAcquired(l, tc.acquired)
+			l, _ = ApplyScaleSetMessage(l, assigned)
+			got := ScaleSetDemand(l, assigned.Statistics, Bounds{Max: 10}, ScaleSetJobsDone(l, runners))
+			if got != tc.want {
+				t.Errorf("demand = %d, want %d (ledger %+v)", got, tc.want, l)
 			}
 		})
 	}

@@ -48,6 +48,11 @@ const changeScaleSetCloseTimedOut = "scaleset-close-timed-out"
 // and starting each session's cursor afresh.
 const changeScaleSetSessionStatistics = "scaleset-session-statistics"
 
+// changeScaleSetHandOverAcquired gates handing the pool, with a message, the jobs the listener
+// acquired after reading it: before it the pool learned of them only from their assigned
+// messages, which can wait behind the rest of a burst's offers.
+const changeScaleSetHandOverAcquired = "scaleset-hand-over-acquired"
+
 // ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
 // (ApplyScaleSetMessage), so a message handed twice counts once.
 type ScaleSetMessageSignal struct {
@@ -55,6 +60,10 @@ type ScaleSetMessageSignal struct {
 	ScaleSetID int64           `json:"scaleSetID"`
 	SessionID  string          `json:"sessionID,omitempty"`
 	Message    ScaleSetMessage `json:"message"`
+	// Acquired are the jobs the listener acquired after reading the message (offered by it or
+	// by an earlier one): the service's answer assigns them to the set then, while their
+	// assigned messages may come many messages later (ApplyScaleSetAcquired).
+	Acquired []int64 `json:"acquired,omitempty"`
 }
 
 // ScaleSetSessionOpened hands the pool the statistics a new session opened with.
@@ -128,11 +137,12 @@ func (l *scaleSetListener) run() (ScaleSetListenerResult, error) {
 		if err != nil {
 			return l.result(), err
 		}
+		var acquired []int64
 		if msg != nil {
-			l.acquireOffers(*msg)
+			acquired = l.acquireOffers(*msg)
 		}
 		if msg != nil && l.st.Session != nil {
-			if err := l.handOver(*msg); err != nil {
+			if err := l.handOver(*msg, acquired); err != nil {
 				return l.result(), err
 			}
 			l.acknowledge(msg.ID)
@@ -168,18 +178,18 @@ func (l *scaleSetListener) continueAsNew() error {
 
 // acquireOffers acquires the jobs the set was offered, as many as it has room for (GHES offers
 // jobs and assigns them only once acquired; github.com assigns them outright, and its messages
-// hold no offers). The jobs acquired come back as assigned messages, which the pool counts;
-// offers left for lack of room, or because the acquisition failed, are tried with a later
-// message. A session lost meanwhile leaves the message unacknowledged: the next session gets
-// it again.
-func (l *scaleSetListener) acquireOffers(msg ScaleSetMessage) {
+// hold no offers), and returns those the service answered as acquired. The jobs acquired come
+// back as assigned messages too, which the pool counts once; offers left for lack of room, or
+// because the acquisition failed, are tried with a later message. A session lost meanwhile
+// leaves the message unacknowledged: the next session gets it again.
+func (l *scaleSetListener) acquireOffers(msg ScaleSetMessage) []int64 {
 	plan := PlanScaleSetAcquisition(l.st.Offered, msg, l.in.MaxCapacity)
 	if len(plan.Acquire) == 0 {
 		l.st.Offered = plan.Keep
-		return
+		return nil
 	}
 	if workflow.GetVersion(l.ctx, changeScaleSetAcquireOffers, workflow.DefaultVersion, 1) < 1 {
-		return
+		return nil
 	}
 	opts := ScaleSetSessionCallPolicy
 	opts.TaskQueue = l.st.Session.TaskQueue
@@ -190,7 +200,7 @@ func (l *scaleSetListener) acquireOffers(msg ScaleSetMessage) {
 	}).Get(ctx, &out)
 	if err == nil {
 		l.st.Offered = plan.Keep
-		return
+		return out.Acquired
 	}
 	l.st.Offered = plan.Keep
 	for _, id := range plan.Acquire {
@@ -198,10 +208,11 @@ func (l *scaleSetListener) acquireOffers(msg ScaleSetMessage) {
 	}
 	if sessionLost(err) {
 		l.st.Session = nil
-		return
+		return nil
 	}
 	workflow.GetLogger(l.ctx).Warn("Offered scale-set jobs not acquired; tried again with the next message",
 		"pool", l.in.Pool, "jobs", len(plan.Acquire), "error", err)
+	return nil
 }
 
 func (l *scaleSetListener) result() ScaleSetListenerResult {
@@ -308,11 +319,17 @@ func isType(err error, typ string) bool {
 	return errors.As(err, &app) && app.Type() == typ
 }
 
-// handOver signals the message to the pool and waits until the server has it: only then may
-// the service forget it.
-func (l *scaleSetListener) handOver(msg ScaleSetMessage) error {
-	return workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetMessage,
-		ScaleSetMessageSignal{ScaleSetID: l.in.ScaleSetID, SessionID: l.st.Session.SessionID, Message: msg}).Get(l.ctx, nil)
+// handOver signals the message to the pool, with the jobs acquired after it, and waits until
+// the server has it: only then may the service forget it. The acquired jobs go with the
+// message that led to their acquisition because their own assigned messages can wait in the
+// queue behind every offer sent before them (docs/testing.md): a burst's pool would otherwise
+// scale on the statistics alone for as long as those offers take to read.
+func (l *scaleSetListener) handOver(msg ScaleSetMessage, acquired []int64) error {
+	sig := ScaleSetMessageSignal{ScaleSetID: l.in.ScaleSetID, SessionID: l.st.Session.SessionID, Message: msg}
+	if len(acquired) > 0 && workflow.GetVersion(l.ctx, changeScaleSetHandOverAcquired, workflow.DefaultVersion, 1) >= 1 {
+		sig.Acquired = acquired
+	}
+	return workflow.SignalExternalWorkflow(l.ctx, PoolWorkflowID(l.in.Pool), "", SignalScaleSetMessage, sig).Get(l.ctx, nil)
 }
 
 // acknowledge deletes the handed-over message at the service. If the session is lost first,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -28,9 +29,11 @@ type listenerWorld struct {
 	calls   []string
 	// sessionStats are the opening statistics handed to the pool, one per session.
 	sessionStats []ScaleSetSessionOpened
-	opened       int
-	seen         []PollScaleSetInput
-	queues       []string
+	// handed are the messages handed to the pool, in order.
+	handed []ScaleSetMessageSignal
+	opened int
+	seen   []PollScaleSetInput
+	queues []string
 }
 
 func newListenerWorld(t *testing.T) *listenerWorld {
@@ -72,6 +75,7 @@ func newListenerWorld(t *testing.T) *listenerWorld {
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetMessage, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			w.calls = append(w.calls, "hand over")
+			w.handed = append(w.handed, arg.(ScaleSetMessageSignal))
 			return nil
 		})
 	w.env.OnSignalExternalWorkflow(mock.Anything, PoolWorkflowID("ss"), "", SignalScaleSetSessionOpened, mock.Anything).Return(
@@ -221,6 +225,39 @@ func TestScaleSetListenerAcquiresOffersItHasRoomFor(t *testing.T) {
 	}
 	if len(st.Offered) != 0 {
 		t.Errorf("offers kept = %v, want none", st.Offered)
+	}
+}
+
+// TestScaleSetListenerHandsOverTheJobsItAcquired: the jobs the service answered as acquired
+// go to the pool with the message that led to their acquisition, not only later with their
+// assigned messages; a job the service left out of its answer (another set acquired it, or it
+// was cancelled) does not. A listener of a history from before the change hands the message
+// alone.
+func TestScaleSetListenerHandsOverTheJobsItAcquired(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version workflow.Version
+		want    [][]int64
+	}{
+		{"with the message", 1, [][]int64{{1, 3}, nil}},
+		{"before the change", workflow.DefaultVersion, [][]int64{nil, nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newListenerWorld(t)
+			w.env.OnGetVersion(changeScaleSetHandOverAcquired, workflow.DefaultVersion, 1).Return(tc.version)
+			w.acquire = func(in AcquireScaleSetJobsInput) (AcquireScaleSetJobsOutput, error) {
+				return AcquireScaleSetJobsOutput{Acquired: slices.DeleteFunc(slices.Clone(in.RunnerRequestIDs), func(id int64) bool { return id == 2 })}, nil
+			}
+			w.polls = []func() (PollScaleSetOutput, error){offers(1, 0, 1, 2, 3), message(2)}
+			w.run(ScaleSetListenerInput{}, 2)
+			var got [][]int64
+			for _, sig := range w.handed {
+				got = append(got, sig.Acquired)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("acquired handed over = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -166,15 +166,21 @@ func acquisitions() int {
 }
 
 // TestScaleSetOfferingSetServesABurst: on a service that offers jobs and assigns them only
-// once the listener acquires them (GHES), a burst of 50 runs once each, on one runner each.
+// once the listener acquires them (GHES), a burst of 150 runs once each, with a runner per job
+// and at most 2 % more (the lifecycles per job asked of a set of either flow). The burst is
+// big enough that the jobs' assigned messages wait behind three messages of offers while the
+// first jobs run and end: a pool that learned of its jobs only from those messages scaled on
+// the statistics meanwhile, took the ended jobs off them twice, let go of runners the
+// acquired jobs were about to take, and started others for them (178 to 185 runners).
 func TestScaleSetOfferingSetServesABurst(t *testing.T) {
+	const jobs = 150
 	p := newPoolTest(t, "ss-offers")
 	if p.org != offeringOrg {
 		t.Fatalf("the pool's organization is %s, want the offering %s", p.org, offeringOrg)
 	}
-	p.scaleSetPool(50, "2s")
+	p.scaleSetPool(jobs, "2s")
 	acquired := acquisitions()
-	ids := p.queueJobs(50)
+	ids := p.queueJobs(jobs)
 	p.checkRanOnceEach(p.jobsDone(ids))
 	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
 		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
@@ -183,8 +189,8 @@ func TestScaleSetOfferingSetServesABurst(t *testing.T) {
 	if acquisitions() == acquired {
 		t.Errorf("no job was acquired: the set was not offered its jobs")
 	}
-	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))+1 {
-		t.Errorf("started %d runners for %d jobs, want one per job", st.Totals.Started, len(ids))
+	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))*102/100 {
+		t.Errorf("started %d runners for %d jobs, want one per job, at most 2 %% more", st.Totals.Started, len(ids))
 	}
 }
 
