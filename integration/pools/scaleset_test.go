@@ -197,8 +197,9 @@ func TestScaleSetOfferingSetServesABurst(t *testing.T) {
 // TestScaleSetListenerMovesOnADeploy: a rolling deploy mid-burst (the next worker started,
 // then the one holding the set's message session stopped gracefully). The stopping worker
 // closes its session, so the next worker's listener opens its own at once, never refused;
-// every job runs once, those queued during the deploy start within 30 s, and the pool's cursor
-// never goes back.
+// every job runs once, those queued during the deploy start well before the service would have
+// let go of a session left open (half its session timeout: how soon they start is the soak's
+// figure, not this test's), and the pool's cursor never goes back.
 func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 	p := newPoolTestWith(t, "ss-deploy", func(c *workerapp.Config) { c.Identity = "ss-deploy-a" })
 	set := p.scaleSetPool(10, "20s")
@@ -227,8 +228,11 @@ func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 	p.checkRanOnceEach(jobs)
 	for _, j := range jobs {
 		if slices.Contains(during, j.ID) {
-			if waited := j.StartedAt.Sub(j.CreatedAt); waited > 30*time.Second {
-				t.Errorf("job %d, queued during the deploy, started %s after it was queued, want within 30 s", j.ID, waited.Round(time.Second))
+			waited := j.StartedAt.Sub(j.CreatedAt)
+			t.Logf("job %d, queued during the deploy, started %s after it was queued", j.ID, waited.Round(time.Second))
+			if deaf := world.GitHub.ScaleSetSessionTimeout() / 2; waited > deaf {
+				t.Errorf("job %d, queued during the deploy, started %s after it was queued, want well within the %s the service keeps a session left open",
+					j.ID, waited.Round(time.Second), 2*deaf)
 			}
 		}
 	}

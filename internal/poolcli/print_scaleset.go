@@ -25,14 +25,18 @@ func printScaleSet(w io.Writer, s *workflows.PoolScaleSetState) {
 	fmt.Fprintf(w, "  scale set   id %d, listener %s, session %q, last message %s, created again %d time(s)\n",
 		s.ScaleSetID, listener, s.SessionID, at, s.Recreated)
 	st := s.Statistics
-	fmt.Fprintf(w, "  set jobs    %d waiting, %d running (GitHub: %d assigned, %d running; runners %d registered, %d busy, %d idle)\n",
-		len(s.Ledger.Waiting), len(s.Ledger.Running), st.AssignedJobs, st.RunningJobs, st.RegisteredRunners, st.BusyRunners, st.IdleRunners)
+	acquired := ""
+	if s.AcquiredSince > 0 {
+		acquired = fmt.Sprintf(" + %d acquired since", s.AcquiredSince)
+	}
+	fmt.Fprintf(w, "  set jobs    %d waiting, %d running (GitHub: %d assigned%s, %d running; runners %d registered, %d busy, %d idle)\n",
+		len(s.Ledger.Waiting), len(s.Ledger.Running), st.AssignedJobs, acquired, st.RunningJobs, st.RegisteredRunners, st.BusyRunners, st.IdleRunners)
 	if s.NameOnlyLabels {
 		fmt.Fprintf(w, "  set labels  GitHub kept only its name as its label (GHES without custom scale-set labels): jobs reach it by runs-on naming the set\n")
 	}
 	if !s.ExcessSince.IsZero() {
 		fmt.Fprintf(w, "  set ledger  %d jobs over GitHub's assigned count since %s; let go after %s\n",
-			s.Ledger.Jobs()-st.AssignedJobs, s.ExcessSince.UTC().Format(time.RFC3339), workflows.ScaleSetLedgerExcessHold)
+			s.Ledger.Jobs()-st.AssignedJobs-s.AcquiredSince, s.ExcessSince.UTC().Format(time.RFC3339), workflows.ScaleSetLedgerExcessHold)
 	}
 	for _, l := range s.Left {
 		fmt.Fprintf(w, "  set left    id %d, deleted once its %d runner(s) have ended\n", l.ScaleSetID, len(l.Runners))

@@ -445,6 +445,14 @@ func (s *Server) queueDeleteMessage(r *http.Request) (int, any, *serviceError) {
 	return http.StatusNoContent, nil, nil
 }
 
+// ScaleSetSessionTimeout is how long the double keeps a session its holder left open
+// (Config.ScaleSetSessionTimeout).
+func (s *Server) ScaleSetSessionTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.ScaleSetSessionTimeout
+}
+
 // SetScaleSetSessionTimeout changes Config.ScaleSetSessionTimeout of a running double (0
 // restores the default).
 func (s *Server) SetScaleSetSessionTimeout(d time.Duration) {
