@@ -192,6 +192,11 @@ func TestScaleSetOfferingSetServesABurst(t *testing.T) {
 	if st.Totals.Started < int64(len(ids)) || st.Totals.Started > int64(len(ids))*102/100 {
 		t.Errorf("started %d runners for %d jobs, want one per job, at most 2 %% more", st.Totals.Started, len(ids))
 	}
+	if testworld.RecordingHistories() {
+		// The offering flow's histories: the only ones that hand over and count acquired jobs.
+		recordHistory(t, workflows.ScaleSetListenerWorkflowID(p.name, st.ScaleSet.ScaleSetID), "", "scaleset-listener-offered")
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-scaleset-offered")
+	}
 }
 
 // TestScaleSetListenerMovesOnADeploy: a rolling deploy mid-burst (the next worker started,
