@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
@@ -57,18 +58,70 @@ func (s *soakPhase) expireSessions(ctx context.Context, rec *SoakFault) error {
 
 // rollingDeploy starts a second worker process and, once it polls, stops the first (SIGTERM),
 // which closes the sessions it holds as it stops; the listeners open theirs on the second.
-// The fault lasts until every set has a new session.
+// Both figures count from the SIGTERM, as an operator's rollout would: when every set has a
+// new session, and how soon the scale-set jobs queued while the first worker stopped started.
+// The fault lasts until every set has a new session and those jobs started.
 func (s *soakPhase) rollingDeploy(ctx context.Context, rec *SoakFault) error {
-	start := time.Now()
 	old, before := s.worker, s.leavingWorker()
 	if err := s.startWorker(ctx); err != nil {
 		return err
 	}
-	if old != nil && !old.stop() {
-		s.ungracefulStops++
-		s.e.say("soak: the first worker did not stop within %s of its SIGTERM and was killed (log %s)", workerStopGrace, old.logPath)
+	term := time.Now()
+	gone := make(chan time.Time, 1)
+	go func() {
+		if old != nil && !old.stop() {
+			s.ungracefulStops++
+			s.e.say("soak: the first worker did not stop within %s of its SIGTERM and was killed (log %s)", workerStopGrace, old.logPath)
+		}
+		gone <- time.Now()
+	}()
+	served := s.servedAgain(ctx, before, term, rec)
+	stopped := <-gone
+	if served != nil {
+		return served
 	}
-	return s.servedAgain(ctx, before, start, rec)
+	return s.queuedDuring(ctx, term, stopped, rec)
+}
+
+// queuedDuring waits, at most sessionsBackBound, until the scale-set jobs queued between from
+// and to have started, and notes in rec how many there were and how long after its queueing
+// each started (the median and the longest; one not started within the bound counts as the
+// bound).
+func (s *soakPhase) queuedDuring(ctx context.Context, from, to time.Time, rec *SoakFault) error {
+	gh := s.e.world.GitHub
+	var waits []time.Duration
+	wait, cancel := context.WithTimeout(ctx, sessionsBackBound)
+	defer cancel()
+	err := pollEvery(wait, 500*time.Millisecond, "the jobs queued during the deploy to start", func() (bool, error) {
+		waits = waits[:0]
+		started := true
+		for _, id := range s.setJobIDs() {
+			j, _ := gh.Job(id)
+			if j.CreatedAt.Before(from) || j.CreatedAt.After(to) {
+				continue
+			}
+			if j.StartedAt.IsZero() {
+				started = false
+				waits = append(waits, time.Since(j.CreatedAt))
+				continue
+			}
+			waits = append(waits, j.StartedAt.Sub(j.CreatedAt))
+		}
+		return started, nil
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		s.e.say("soak: a job queued during the deploy had not started within %s", sessionsBackBound)
+	}
+	rec.QueuedDuring = len(waits)
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		rec.QueuedDuringStartedP50Seconds = round1(waits[len(waits)/2].Seconds())
+		rec.QueuedDuringStartedMaxSeconds = round1(waits[len(waits)-1].Seconds())
+	}
+	return nil
 }
 
 // leavingWorker notes the sessions of a worker about to be killed or stopped, and returns them.

@@ -88,7 +88,7 @@ func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
 	p := newPoolTest(t, "ss-burst")
 	began := time.Now()
 	set := p.scaleSetPool(10, "2s")
-	t.Logf("set %d listened to after %s", set.ID, time.Since(began).Round(time.Second))
+	t.Logf("set %d listened to after %s", set.ID, time.Since(began).Round(100*time.Millisecond))
 	if set.Name != p.name || set.MaxCapacity > 10 {
 		t.Errorf("set %+v, want the pool's name and at most its maximum reported", set)
 	}
@@ -97,7 +97,7 @@ func TestScaleSetPoolServesABurstWithoutRESTCallsPerRunner(t *testing.T) {
 
 	ids := p.queueJobs(8)
 	p.checkRanOnceEach(p.jobsDone(ids))
-	t.Logf("jobs done after %s", time.Since(began).Round(time.Second))
+	t.Logf("jobs done after %s", time.Since(began).Round(100*time.Millisecond))
 	st := p.eventually(wait, "back to zero", func(st workflows.PoolStatus) bool {
 		return len(st.Runners) == 0 && st.Desired == 0 && st.ScaleSet.Ledger.Jobs() == 0
 	})
@@ -200,7 +200,8 @@ func TestScaleSetOfferingSetServesABurst(t *testing.T) {
 }
 
 // TestScaleSetListenerMovesOnADeploy: a rolling deploy mid-burst (the next worker started,
-// then the one holding the set's message session stopped gracefully). The stopping worker
+// then the one holding the set's message session stopped gracefully, jobs queued while it
+// stops). The stopping worker
 // closes its session, so the next worker's listener opens its own at once, never refused;
 // every job runs once, those queued during the deploy start well before the service would have
 // let go of a session left open (half its session timeout: how soon they start is the soak's
@@ -214,8 +215,13 @@ func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 		return count(st, workflows.RunnerBusy, "") >= 2
 	})
 	p.startWorkerWith(func(c *workerapp.Config) { c.Identity = "ss-deploy-b" })
-	p.stopWorker()
-	during := p.queueJobs(4)
+	stopping, stopped := time.Now(), make(chan time.Time)
+	go func() {
+		p.stopWorker()
+		stopped <- time.Now()
+	}()
+	during := p.queueJobs(4) // while the first worker stops
+	t.Logf("the first worker stopped %s after it was told to", (<-stopped).Sub(stopping).Round(100*time.Millisecond))
 	ids = append(ids, during...)
 
 	var jobs []githubdouble.Job
@@ -234,7 +240,7 @@ func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 	for _, j := range jobs {
 		if slices.Contains(during, j.ID) {
 			waited := j.StartedAt.Sub(j.CreatedAt)
-			t.Logf("job %d, queued during the deploy, started %s after it was queued", j.ID, waited.Round(time.Second))
+			t.Logf("job %d, queued during the deploy, started %s after it was queued", j.ID, waited.Round(100*time.Millisecond))
 			if deaf := world.GitHub.ScaleSetSessionTimeout() / 2; waited > deaf {
 				t.Errorf("job %d, queued during the deploy, started %s after it was queued, want well within the %s the service keeps a session left open",
 					j.ID, waited.Round(time.Second), 2*deaf)

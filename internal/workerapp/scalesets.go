@@ -43,8 +43,9 @@ func (a *App) scaleSetWorkers() ([]worker.Worker, error) {
 	})
 	acts.RegisterListener(own)
 	a.scaleSetSessions = acts.Sessions
-	// Last in the list, so stopped first (stopWorkers).
-	return []worker.Worker{shared, own}, nil
+	// Last in the list, so stopped first (stopWorkers): the shared queue, then this worker's
+	// own, so a listener whose session closes here opens its next one on a worker that stays.
+	return []worker.Worker{own, shared}, nil
 }
 
 // closeScaleSetSessions closes the sessions this worker still holds as it stops, within

@@ -416,9 +416,11 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// stopWorkers stops the workers, the scale-set listener queue first: its polls end by closing
-// their sessions, and the sessions left are closed once nothing here can use them, so the
-// workers that stay open the sets' next sessions at once (scalesets.go).
+// stopWorkers stops the workers in reverse order of their start. The scale-set queues go
+// first: the shared one, so no session is opened here any more (an open this worker refused
+// would wait out a retry's backoff), then this worker's listener queue, whose polls end by
+// closing their sessions; the listeners open their next sessions on the workers that stay, at
+// once. The sessions left are closed once nothing here can use them (scalesets.go).
 func (a *App) stopWorkers() {
 	if a.scaleSetSessions != nil {
 		a.scaleSetSessions.StopOpening()
