@@ -24,24 +24,40 @@ import (
 type ScaleSetSessions struct {
 	mu       sync.Mutex
 	sessions map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient
-	// stopping: the worker is shutting down and opens no session it could not serve.
-	stopping bool
+	// leaving is closed when the worker begins to stop (Leave): from then on it opens no
+	// session, a poll in flight ends, and a session it holds is closed at its listener's
+	// next call here, answered SessionLost, so the listener opens the next one elsewhere.
+	leaving chan struct{}
+	left    bool
+	// untold are the sessions held when the worker began to stop whose listener has not yet
+	// been told that the session ended; told is closed once there are none.
+	untold map[workflows.ScaleSetSessionRef]bool
+	told   chan struct{}
 }
 
 // NewScaleSetSessions returns an empty registry.
 func NewScaleSetSessions() *ScaleSetSessions {
-	return &ScaleSetSessions{sessions: map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient{}}
+	return &ScaleSetSessions{
+		sessions: map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient{},
+		leaving:  make(chan struct{}), told: make(chan struct{}),
+	}
 }
 
-func (s *ScaleSetSessions) get(ref workflows.ScaleSetSessionRef) (*scaleset.MessageSessionClient, error) {
+// get is the session a call of its listener names. On a worker that is stopping, a session it
+// still holds is handed over to be closed (leaving true): the caller closes it and answers
+// SessionLost (closeLeaving).
+func (s *ScaleSetSessions) get(ref workflows.ScaleSetSessionRef) (sc *scaleset.MessageSessionClient, leaving bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sc, ok := s.sessions[ref]; ok {
-		return sc, nil
+		if s.left {
+			delete(s.sessions, ref)
+		}
+		return sc, s.left, nil
 	}
 	// Expected after a restart under the same listener queue (a container restarted in its
 	// pod): benign, the listener opens a new session.
-	return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf(
+	return nil, false, temporal.NewApplicationErrorWithOptions(fmt.Sprintf(
 		"message session %s of scale set %d is not held by this worker", ref.SessionID, ref.ScaleSetID), workflows.ErrSessionLost,
 		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }
@@ -51,7 +67,7 @@ func (s *ScaleSetSessions) get(ref workflows.ScaleSetSessionRef) (*scaleset.Mess
 func (s *ScaleSetSessions) put(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopping {
+	if s.left {
 		return false
 	}
 	s.sessions[ref] = sc
@@ -61,15 +77,54 @@ func (s *ScaleSetSessions) put(ref workflows.ScaleSetSessionRef, sc *scaleset.Me
 func (s *ScaleSetSessions) isStopping() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stopping
+	return s.left
 }
 
-// StopOpening makes this worker refuse to open sessions (another worker opens them) from now
-// on: called when the worker begins to stop, before its task queues close.
-func (s *ScaleSetSessions) StopOpening() {
+// Leave begins the worker's stop: it opens no session from now on, its polls in flight end
+// by closing their sessions, and every other session it holds is closed at its listener's
+// next call. Called before any of the worker's task queues closes, so a listener's next call
+// still reaches this worker and learns its session ended at once (ListenersTold).
+func (s *ScaleSetSessions) Leave() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopping = true
+	if s.left {
+		return
+	}
+	s.left = true
+	close(s.leaving)
+	s.untold = map[workflows.ScaleSetSessionRef]bool{}
+	for ref := range s.sessions {
+		s.untold[ref] = true
+	}
+	if len(s.untold) == 0 {
+		close(s.told)
+	}
+}
+
+// ListenersTold waits until every session held when the worker began to leave is closed and
+// its listener told (its call here answered SessionLost), or ctx ends; it says which. Only
+// then may the worker's listener queue close: a listener whose call finds no worker there
+// waits out the poll's ScheduleToStart before it opens a new session.
+func (s *ScaleSetSessions) ListenersTold(ctx context.Context) bool {
+	select {
+	case <-s.told:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// tell notes that a session's listener has been told the session ended.
+func (s *ScaleSetSessions) tell(ref workflows.ScaleSetSessionRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.untold[ref] {
+		return
+	}
+	delete(s.untold, ref)
+	if len(s.untold) == 0 {
+		close(s.told)
+	}
 }
 
 // CloseAll ends every session this worker still holds at the service, so the listeners'
@@ -78,7 +133,7 @@ func (s *ScaleSetSessions) StopOpening() {
 // a session whose close fails is left to the service. It answers how many it closed.
 func (s *ScaleSetSessions) CloseAll(ctx context.Context) int {
 	s.mu.Lock()
-	s.stopping = true
+	s.left = true
 	held := s.sessions
 	s.sessions = map[workflows.ScaleSetSessionRef]*scaleset.MessageSessionClient{}
 	s.mu.Unlock()
@@ -95,10 +150,12 @@ func (s *ScaleSetSessions) CloseAll(ctx context.Context) int {
 	return int(closed.Load())
 }
 
+// drop forgets a session its listener is told is lost.
 func (s *ScaleSetSessions) drop(ref workflows.ScaleSetSessionRef) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.sessions, ref)
+	s.mu.Unlock()
+	s.tell(ref)
 }
 
 // RegisterListener registers the activities of this worker's own listener queue.
@@ -121,6 +178,20 @@ func errWorkerStopping(what string) error {
 func errOpenOnStoppingWorker() error {
 	return temporal.NewApplicationErrorWithOptions("open message session: this worker is stopping", workflows.ErrTransient,
 		temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+}
+
+// session is the session a call names; on a worker that is stopping it closes the session and
+// answers SessionLost instead, so the listener opens its next one on a worker that stays.
+func (a *ScaleSetActivities) session(ref workflows.ScaleSetSessionRef, what string) (*scaleset.MessageSessionClient, error) {
+	sc, leaving, err := a.Sessions.get(ref)
+	if err != nil {
+		return nil, err
+	}
+	if leaving {
+		a.closeLeaving(ref, sc)
+		return nil, errWorkerStopping(what)
+	}
+	return sc, nil
 }
 
 // OpenScaleSetSession opens the set's message session in this worker and names this worker's
@@ -151,7 +222,7 @@ func (a *ScaleSetActivities) OpenScaleSetSession(ctx context.Context, in workflo
 // poll. The client refreshes an expired message-queue token itself; a session the service no
 // longer has is SessionLost.
 func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.PollScaleSetInput) (workflows.PollScaleSetOutput, error) {
-	sc, err := a.Sessions.get(in.Session)
+	sc, err := a.session(in.Session, "poll")
 	if err != nil {
 		return workflows.PollScaleSetOutput{}, err
 	}
@@ -169,21 +240,14 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 	}()
 	tick := time.NewTicker(workflows.ScaleSetPollHeartbeat)
 	defer tick.Stop()
-	var stopping <-chan struct{}
+	var workerStop <-chan struct{}
 	if activity.IsActivity(ctx) {
-		stopping = activity.GetWorkerStopChannel(ctx)
+		workerStop = activity.GetWorkerStopChannel(ctx)
 	}
 	for {
 		select {
-		case <-stopping:
-			// A deploy: end the session here and now, so the listener's next one, opened on
-			// a worker that stays, is served at once instead of refused for minutes. The
-			// client holds the session during a poll: the poll ends first. A message it
-			// got meanwhile is not lost: the next session gets every unacknowledged one.
-			cancelPoll()
-			<-done
-			a.closeOnStop(in.Session, sc)
-			return workflows.PollScaleSetOutput{}, errWorkerStopping("poll")
+		case <-workerStop:
+		case <-a.Sessions.leaving:
 		case r := <-done:
 			if m := ans.lastMessage(); r.err != nil && m.ID > 0 && m.Type != jobMessagesType {
 				return workflows.PollScaleSetOutput{}, a.skipUnknownMessage(ctx, sc, m)
@@ -200,7 +264,16 @@ func (a *ScaleSetActivities) PollScaleSet(ctx context.Context, in workflows.Poll
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx)
 			}
+			continue
 		}
+		// A deploy: end the session here and now, so the listener's next one, opened on a
+		// worker that stays, is served at once instead of refused for minutes. The client
+		// holds the session during a poll: the poll ends first. A message it got meanwhile
+		// is not lost: the next session gets every unacknowledged one.
+		cancelPoll()
+		<-done
+		a.closeLeaving(in.Session, sc)
+		return workflows.PollScaleSetOutput{}, errWorkerStopping("poll")
 	}
 }
 
@@ -222,13 +295,13 @@ func (a *ScaleSetActivities) skipUnknownMessage(ctx context.Context, sc *scalese
 	return nil
 }
 
-// closeOnStop closes a polled session as its worker stops. The poll's own context ends with
-// the worker, so the close has a short one of its own.
-func (a *ScaleSetActivities) closeOnStop(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) {
-	a.Sessions.drop(ref)
+// closeLeaving closes a session as its worker stops and forgets it, its listener about to be
+// told. The call's own context ends with the worker, so the close has a short one of its own.
+func (a *ScaleSetActivities) closeLeaving(ref workflows.ScaleSetSessionRef, sc *scaleset.MessageSessionClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), ScaleSetSessionCloseTimeout)
 	defer cancel()
 	_ = sc.Close(ctx) // a close that fails leaves the session to the service's timeout
+	a.Sessions.drop(ref)
 }
 
 // ScaleSetSessionCloseTimeout bounds closing a session while a worker stops: a few of the
@@ -239,7 +312,7 @@ const ScaleSetSessionCloseTimeout = 5 * time.Second
 // set now holds. Acquiring a job the set holds already, or one another listener took, is
 // harmless: the service answers only what this call acquired.
 func (a *ScaleSetActivities) AcquireScaleSetJobs(ctx context.Context, in workflows.AcquireScaleSetJobsInput) (workflows.AcquireScaleSetJobsOutput, error) {
-	sc, err := a.Sessions.get(in.Session)
+	sc, err := a.session(in.Session, "acquire jobs")
 	if err != nil {
 		return workflows.AcquireScaleSetJobsOutput{}, err
 	}
@@ -258,7 +331,7 @@ func (a *ScaleSetActivities) AcquireScaleSetJobs(ctx context.Context, in workflo
 // DeleteScaleSetMessage acknowledges a message the pool now holds. A message the service no
 // longer has was acknowledged already.
 func (a *ScaleSetActivities) DeleteScaleSetMessage(ctx context.Context, in workflows.DeleteScaleSetMessageInput) error {
-	sc, err := a.Sessions.get(in.Session)
+	sc, err := a.session(in.Session, "acknowledge message")
 	if err != nil {
 		return err
 	}
@@ -273,9 +346,9 @@ func (a *ScaleSetActivities) DeleteScaleSetMessage(ctx context.Context, in workf
 // CloseScaleSetSession ends the session at the service and forgets it. A session this worker
 // does not hold (it restarted) is left to the service, which ends it after minutes unpolled.
 func (a *ScaleSetActivities) CloseScaleSetSession(ctx context.Context, in workflows.CloseScaleSetSessionInput) error {
-	sc, err := a.Sessions.get(in.Session)
+	sc, err := a.session(in.Session, "close")
 	if isErrType(err, workflows.ErrSessionLost) {
-		return nil
+		return nil // not held here, or closed as this worker stops
 	}
 	ctx, ans := withAnswer(ctx)
 	err = classifyActionsError(callSessionQueue, sc.Close(ctx), ans)

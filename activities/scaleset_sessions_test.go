@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -120,9 +121,11 @@ func TestScaleSetOffersAreAcquiredOnce(t *testing.T) {
 	}
 }
 
-// TestStoppingWorkerClosesItsSessions: a worker that stops ends its polled session and then
-// every other one it holds, and opens none meanwhile, so the worker that takes over opens the
-// sets' sessions at once instead of meeting a conflict until the service times them out.
+// TestStoppingWorkerClosesItsSessions: a worker that begins to stop ends its polled session at
+// once, ends every other one it holds at its listener's next call there (answered
+// SessionLost), and opens none meanwhile; it knows when every listener has been told, so it
+// closes its listener queue only then, and the worker that takes over opens the sets'
+// sessions at once instead of meeting a conflict until the service times them out.
 func TestStoppingWorkerClosesItsSessions(t *testing.T) {
 	e := newScaleSetEnv(t, githubdouble.Config{ScaleSetPollWait: time.Minute})
 	polled, idle := e.ensure("polled", "polled"), e.ensure("idle", "idle")
@@ -133,27 +136,38 @@ func TestStoppingWorkerClosesItsSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := open(e.ssa, idle.ScaleSetID); err != nil {
+	idleSess, err := open(e.ssa, idle.ScaleSetID)
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(e.ssa.PollScaleSet, activity.RegisterOptions{Name: workflows.ActivityPollScaleSet})
-	stop := make(chan struct{})
-	env.SetWorkerStopChannel(stop)
-	e.ssa.Sessions.StopOpening()
-	if _, err := open(e.ssa, e.ensure("late", "late").ScaleSetID); errType(err) != workflows.ErrTransient {
-		t.Errorf("opening on a stopping worker: %v, want a retry elsewhere (Transient)", err)
-	}
-	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	time.AfterFunc(200*time.Millisecond, e.ssa.Sessions.Leave)
 	ref := workflows.ScaleSetSessionRef{ScaleSetID: polled.ScaleSetID, SessionID: sess.SessionID}
 	_, err = env.ExecuteActivity(workflows.ActivityPollScaleSet, workflows.PollScaleSetInput{Session: ref, MaxCapacity: 1})
 	if errType(err) != workflows.ErrSessionLost {
-		t.Fatalf("a poll as its worker stops: %v, want SessionLost for the listener to open anew", err)
+		t.Fatalf("a poll as its worker begins to stop: %v, want SessionLost for the listener to open anew", err)
 	}
-	if n := e.ssa.Sessions.CloseAll(e.ctx); n != 1 {
-		t.Errorf("CloseAll closed %d sessions, want the one not being polled", n)
+	if _, err := open(e.ssa, e.ensure("late", "late").ScaleSetID); errType(err) != workflows.ErrTransient {
+		t.Errorf("opening on a stopping worker: %v, want a retry elsewhere (Transient)", err)
+	}
+	soon, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond)
+	defer cancel()
+	if e.ssa.Sessions.ListenersTold(soon) {
+		t.Errorf("every listener told while the idle session's listener has not called")
+	}
+	idleRef := workflows.ScaleSetSessionRef{ScaleSetID: idle.ScaleSetID, SessionID: idleSess.SessionID}
+	ack := workflows.DeleteScaleSetMessageInput{Session: idleRef, MessageID: 1}
+	if err := e.ssa.DeleteScaleSetMessage(e.ctx, ack); errType(err) != workflows.ErrSessionLost {
+		t.Errorf("the idle session's next call on a stopping worker: %v, want SessionLost", err)
+	}
+	if !e.ssa.Sessions.ListenersTold(e.ctx) {
+		t.Errorf("listeners not told after each session's call answered SessionLost")
+	}
+	if n := e.ssa.Sessions.CloseAll(e.ctx); n != 0 {
+		t.Errorf("CloseAll closed %d sessions, want none left: each was closed as its listener was told", n)
 	}
 
 	next := &ScaleSetActivities{Clients: e.ssa.Clients, Kube: e.kube, Sessions: NewScaleSetSessions(), ListenerQueue: workflows.ScaleSetListenerTaskQueue("w2")}

@@ -96,9 +96,10 @@ type SoakFault struct {
 	// was polled again through a new session, from the fault's start (a deploy's: the first
 	// worker's SIGTERM); 0 if not within sessionsBackBound.
 	ServedAgainSeconds float64 `json:"servedAgainSeconds,omitempty"`
-	// QueuedDuring is, for a rolling deploy, how many scale-set jobs were queued between the
-	// first worker's SIGTERM and its exit; the two figures after it how long after its
-	// queueing such a job started, the median and the longest.
+	// QueuedDuring is, for a rolling deploy, how many scale-set jobs were queued during it
+	// (from the second worker's start until the first had exited and every set had a new
+	// session); the two figures after it how long after its queueing such a job started, the
+	// median and the longest.
 	QueuedDuring                  int     `json:"queuedDuring,omitempty"`
 	QueuedDuringStartedP50Seconds float64 `json:"queuedDuringStartedP50Seconds,omitempty"`
 	QueuedDuringStartedMaxSeconds float64 `json:"queuedDuringStartedMaxSeconds,omitempty"`
@@ -330,7 +331,7 @@ func faultList(fs []SoakFault) string {
 			more = append(more, fmt.Sprintf("sets served again after %.1f s", f.ServedAgainSeconds))
 		}
 		if f.QueuedDuring > 0 {
-			more = append(more, fmt.Sprintf("%d set jobs queued while the worker stopped started after %.1f s (median), %.1f s (longest)",
+			more = append(more, fmt.Sprintf("%d set jobs queued during it started after %.1f s (median), %.1f s (longest)",
 				f.QueuedDuring, f.QueuedDuringStartedP50Seconds, f.QueuedDuringStartedMaxSeconds))
 		}
 		parts = append(parts, fmt.Sprintf("%s at %.0f s (%s)", kind, f.AtSeconds, strings.Join(append([]string{fmt.Sprintf("%.0f s", f.Seconds)}, more...), "; ")))

@@ -58,29 +58,35 @@ func (s *soakPhase) expireSessions(ctx context.Context, rec *SoakFault) error {
 
 // rollingDeploy starts a second worker process and, once it polls, stops the first (SIGTERM),
 // which closes the sessions it holds as it stops; the listeners open theirs on the second.
-// Both figures count from the SIGTERM, as an operator's rollout would: when every set has a
-// new session, and how soon the scale-set jobs queued while the first worker stopped started.
-// The fault lasts until every set has a new session and those jobs started.
+// It waits first until no set's session is one a killed worker left (a session the service
+// still keeps refuses the next one for minutes, whatever the deploy does). It measures when
+// every set has a new session, from the SIGTERM, and how soon the scale-set jobs queued
+// during the deploy (from the second worker's start until the first has exited and every set
+// has a new session) started. The fault lasts until then and those jobs started.
 func (s *soakPhase) rollingDeploy(ctx context.Context, rec *SoakFault) error {
+	if _, err := s.waitNewSessions(ctx, s.workerSessions); err != nil {
+		return err
+	}
+	began := time.Now()
 	old, before := s.worker, s.leavingWorker()
 	if err := s.startWorker(ctx); err != nil {
 		return err
 	}
 	term := time.Now()
-	gone := make(chan time.Time, 1)
+	gone := make(chan struct{})
 	go func() {
+		defer close(gone)
 		if old != nil && !old.stop() {
 			s.ungracefulStops++
 			s.e.say("soak: the first worker did not stop within %s of its SIGTERM and was killed (log %s)", workerStopGrace, old.logPath)
 		}
-		gone <- time.Now()
 	}()
 	served := s.servedAgain(ctx, before, term, rec)
-	stopped := <-gone
+	<-gone
 	if served != nil {
 		return served
 	}
-	return s.queuedDuring(ctx, term, stopped, rec)
+	return s.queuedDuring(ctx, began, time.Now(), rec)
 }
 
 // queuedDuring waits, at most sessionsBackBound, until the scale-set jobs queued between from

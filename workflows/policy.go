@@ -772,6 +772,14 @@ var ScaleSetRunnerRemovalPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Sec
 // activity's attempts and last failure, and never crash-loops a process.
 const ScaleSetSessionConflictRetry = 30 * time.Second
 
+// ScaleSetListenersToldBound: a worker that stops keeps its listener queue open, after its
+// sessions began closing, until each session's listener has been told (its next call there
+// answers SessionLost and it opens the next session on a worker that stays), at most this
+// long: a listener's next call comes within a workflow task, well under a second at rest and
+// seconds in a burst. A listener slower than this finds the queue closed and waits out
+// ScaleSetPollPolicy's ScheduleToStart instead.
+const ScaleSetListenersToldBound = 5 * time.Second
+
 // ScaleSetSessionOpenPolicy: opening a session retries 409 (SessionConflict) and the service's
 // failures at ScaleSetSessionConflictRetry.
 var ScaleSetSessionOpenPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, untilDone,

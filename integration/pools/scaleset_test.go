@@ -201,11 +201,12 @@ func TestScaleSetOfferingSetServesABurst(t *testing.T) {
 
 // TestScaleSetListenerMovesOnADeploy: a rolling deploy mid-burst (the next worker started,
 // then the one holding the set's message session stopped gracefully, jobs queued while it
-// stops). The stopping worker
-// closes its session, so the next worker's listener opens its own at once, never refused;
-// every job runs once, those queued during the deploy start well before the service would have
-// let go of a session left open (half its session timeout: how soon they start is the soak's
-// figure, not this test's), and the pool's cursor never goes back.
+// stops). The stopping worker closes its session and tells the listener while its listener
+// queue is still served, so the listener opens its next session on the next worker at once,
+// never refused, and not after a call left on the stopped worker's queue timed out; every job
+// runs once, those queued during the deploy start well before the service would have let go
+// of a session left open (half its session timeout: how soon they start is the soak's figure,
+// not this test's), and the pool's cursor never goes back.
 func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 	p := newPoolTestWith(t, "ss-deploy", func(c *workerapp.Config) { c.Identity = "ss-deploy-a" })
 	set := p.scaleSetPool(10, "20s")
@@ -222,6 +223,11 @@ func TestScaleSetListenerMovesOnADeploy(t *testing.T) {
 	}()
 	during := p.queueJobs(4) // while the first worker stops
 	t.Logf("the first worker stopped %s after it was told to", (<-stopped).Sub(stopping).Round(100*time.Millisecond))
+	waitFor(t, wait, "the set served through a new session", func() bool {
+		i := slices.IndexFunc(world.GitHub.ScaleSets(), func(s githubdouble.ScaleSet) bool { return s.ID == set.ID })
+		return i >= 0 && world.GitHub.ScaleSets()[i].SessionID != "" && world.GitHub.ScaleSets()[i].SessionID != before.ScaleSet.SessionID
+	})
+	t.Logf("the set had a new session %s after the first worker was told to stop", time.Since(stopping).Round(100*time.Millisecond))
 	ids = append(ids, during...)
 
 	var jobs []githubdouble.Job

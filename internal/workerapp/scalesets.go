@@ -42,10 +42,23 @@ func (a *App) scaleSetWorkers() ([]worker.Worker, error) {
 		DeploymentOptions: a.deploymentOptions(),
 	})
 	acts.RegisterListener(own)
-	a.scaleSetSessions = acts.Sessions
+	a.scaleSetSessions, a.listenerWorker = acts.Sessions, own
 	// Last in the list, so stopped first (stopWorkers): the shared queue, then this worker's
 	// own, so a listener whose session closes here opens its next one on a worker that stays.
 	return []worker.Worker{own, shared}, nil
+}
+
+// leaveScaleSetSessions ends the sessions this worker holds as it stops (each closed as its
+// listener learns it ended), and keeps the listener queue open until every listener has been
+// told, within workflows.ScaleSetListenersToldBound.
+func (a *App) leaveScaleSetSessions() {
+	a.scaleSetSessions.Leave()
+	ctx, cancel := context.WithTimeout(context.Background(), workflows.ScaleSetListenersToldBound)
+	defer cancel()
+	if !a.scaleSetSessions.ListenersTold(ctx) {
+		a.log.Warn("Scale-set listeners not all told their sessions ended before the listener queue closed; they open new ones after the poll's schedule-to-start timeout",
+			"bound", workflows.ScaleSetListenersToldBound)
+	}
 }
 
 // closeScaleSetSessions closes the sessions this worker still holds as it stops, within

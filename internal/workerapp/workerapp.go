@@ -147,6 +147,8 @@ type App struct {
 	warmSecrets *activities.WarmSecretCache
 	// scaleSetSessions are the message sessions this worker holds; nil when it serves no sets.
 	scaleSetSessions *activities.ScaleSetSessions
+	// listenerWorker serves this worker's own listener queue, where its sessions' calls go.
+	listenerWorker worker.Worker
 }
 
 // New dials Temporal and builds the clients, activities, pod watcher and workers. Nothing runs
@@ -416,16 +418,17 @@ func (a *App) Run(ctx context.Context) error {
 	return err
 }
 
-// stopWorkers stops the workers in reverse order of their start. The scale-set queues go
-// first: the shared one, so no session is opened here any more (an open this worker refused
-// would wait out a retry's backoff), then this worker's listener queue, whose polls end by
-// closing their sessions; the listeners open their next sessions on the workers that stay, at
-// once. The sessions left are closed once nothing here can use them (scalesets.go).
+// stopWorkers stops the workers in reverse order of their start, the scale-set queues first.
+// The shared one stops first, so every session is opened on a worker that stays from then on.
+// Then this worker leaves its sessions: its polls in flight end by closing their sessions,
+// every other session closes at its listener's next call here, and the listener queue stays
+// open until each listener has been told, so none waits out a schedule-to-start timeout
+// (scalesets.go). The sessions left are closed once nothing here can use them.
 func (a *App) stopWorkers() {
-	if a.scaleSetSessions != nil {
-		a.scaleSetSessions.StopOpening()
-	}
 	for _, w := range slices.Backward(a.workers) {
+		if w == a.listenerWorker {
+			a.leaveScaleSetSessions()
+		}
 		w.Stop()
 	}
 	a.closeScaleSetSessions()
