@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -71,9 +73,29 @@ type podEvent struct {
 	signal workflows.PodStatusSignal
 }
 
-// maxSignalRetries bounds retries of one signal when Temporal is unreachable; after that the
-// workflow's pod-check timer is the backstop.
+// maxSignalRetries bounds retries of one end signal (SignalPodStatus) when Temporal is
+// unreachable (about five seconds of backoff); after that the workflow's own checks are the
+// backstop. A start signal (SignalPodStart) is retried for as long as the watcher runs: its
+// workflow waits for it to write the runner's credential, and no check of its own reads the
+// pod before the registration timeout (minutes), so a start signal given up while Temporal
+// restarts would hold the runner back, and its job, that long. A new watcher (leader) re-lists
+// and sends it again (onAdd).
 const maxSignalRetries = 10
+
+// maxSignalRetryDelay caps the backoff between two tries of one signal, so a signal retried
+// through a Temporal restart reaches its workflow within seconds of the server's return.
+const maxSignalRetryDelay = 5 * time.Second
+
+// newSignalQueue is the watcher's queue: per-signal exponential backoff from 5 ms, capped at
+// maxDelay (maxSignalRetryDelay), and client-go's overall bucket (10 a second, bursts of 100).
+func newSignalQueue(maxDelay time.Duration) workqueue.TypedRateLimitingInterface[podEvent] {
+	limiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[podEvent](5*time.Millisecond, maxDelay),
+		&workqueue.TypedBucketRateLimiter[podEvent]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+		workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"})
+}
 
 // NewPodWatcher checks cfg and returns a watcher; Run starts it.
 func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
@@ -94,8 +116,7 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 // run starts from a full listing and a new queue, and an ended pod whose signal an earlier
 // run left unsent is found again by that listing.
 func (w *PodWatcher) Run(ctx context.Context) error {
-	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podEvent](),
-		workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"})
+	w.queue = newSignalQueue(maxSignalRetryDelay)
 	selector := runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
 	factory := informers.NewSharedInformerFactoryWithOptions(w.cfg.Client, 0,
 		informers.WithNamespace(w.cfg.Namespace),
@@ -225,7 +246,7 @@ func (w *PodWatcher) sendNext(ctx context.Context) bool {
 		w.queue.Forget(ev)
 	case ctx.Err() != nil:
 		w.queue.Forget(ev)
-	case w.queue.NumRequeues(ev) < maxSignalRetries:
+	case ev.name == workflows.SignalPodStart || w.queue.NumRequeues(ev) < maxSignalRetries:
 		w.log.Warn("Cannot signal runner workflow; retrying", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
 		w.queue.AddRateLimited(ev)
 	default:

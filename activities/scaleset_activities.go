@@ -219,7 +219,7 @@ func (a *ScaleSetActivities) CreateScaleSetRunner(ctx context.Context, in workfl
 }
 
 // adoptScaleSetRunner keeps the runner an earlier attempt wrote into our Secret, if the
-// service still has it.
+// service still has it or the runner's pod may have used it (PodFirst).
 func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scaleset.Client, ans *answer, in workflows.CreateScaleSetRunnerInput, existing *corev1.Secret) (workflows.CreateScaleSetRunnerOutput, bool, error) {
 	if existing == nil || len(existing.Data[runnerpod.SecretKeyJITConfig]) == 0 {
 		return workflows.CreateScaleSetRunnerOutput{}, false, nil
@@ -228,6 +228,10 @@ func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scalese
 	if err != nil || id == 0 {
 		return workflows.CreateScaleSetRunnerOutput{}, false, nil
 	}
+	adopted := workflows.CreateScaleSetRunnerOutput{RunnerID: int64(id), SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}
+	if in.PodFirst {
+		return adopted, true, nil // the pod may have used it already (RegisterRunner's PodFirst)
+	}
 	_, err = c.GetRunner(ctx, id)
 	switch {
 	case errors.Is(err, scaleset.RunnerNotFoundError):
@@ -235,7 +239,7 @@ func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scalese
 	case err != nil:
 		return workflows.CreateScaleSetRunnerOutput{}, false, a.classify(in.Scope, callScaleSetRunner, err, ans)
 	}
-	return workflows.CreateScaleSetRunnerOutput{RunnerID: int64(id), SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}, true, nil
+	return adopted, true, nil
 }
 
 // clearScaleSetName handles "the name exists": a runner of that name in this set is a leftover

@@ -198,6 +198,20 @@ var RegistrationCheckPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2
 var PodCheckPolicy = activityOptions(TaskQueue, 30*time.Second, 2*time.Minute,
 	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
+// CredentialStepPolicy and CredentialRegistrationPolicy: a pod-first runner's credential
+// steps (changeSecretAfterScheduling: the warm copy or the registration into its Secret, the
+// Secret's deletion once the runner started) give up after ClusterLostAfter, so a cluster
+// that stops answering mid-step cannot hold its runner in the step (the Kubernetes and GitHub
+// policies retry for hours) past the cluster-lost verdict. The runner then reads its pod
+// first (a registration check RegistrationRecheckInterval later) and takes the step up again
+// once the pod answers; a GitHub wait longer than this (a spent budget) is taken up the same way.
+var (
+	CredentialStepPolicy = activityOptions(TaskQueue, 30*time.Second, ClusterLostAfter,
+		backoff(500*time.Millisecond, 30*time.Second, retryNonRetryable))
+	CredentialRegistrationPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, ClusterLostAfter,
+		backoff(time.Second, time.Minute, retryNonRetryable))
+)
+
 // ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
 // of the first read that failed) is taken as lost by a runner that never came online there:
 // it leaves, and its pool places another runner on a cluster that answers. A read fails only

@@ -71,6 +71,12 @@ type RegisterRunnerInput struct {
 	// (kept apart from every runner's pod) rather than into Namespace, and says which in
 	// RegisterRunnerOutput.SecretNamespace. Workers before this field write into Namespace.
 	Warm bool `json:"warm,omitempty"`
+	// PodFirst: the runner's pod exists already, created before its Secret
+	// (changeSecretAfterScheduling), and its kubelet reads the Secret as soon as it is written.
+	// A registration an earlier attempt wrote into the Secret is then that pod's whatever GitHub
+	// says of it now (an ephemeral runner's is removed once it ran its job): it is adopted,
+	// never minted again beside the one the pod used.
+	PodFirst bool `json:"podFirst,omitempty"`
 }
 
 // RegisterRunnerOutput names what the registration created; never the credential itself.
@@ -302,7 +308,17 @@ func startWarmRunner(ctx workflow.Context, in StartWarmRunnerInput) (StartWarmRu
 }
 
 func copyWarmSecret(ctx workflow.Context, in CopyWarmSecretInput) (CopyWarmSecretOutput, error) {
-	return runActivity[CopyWarmSecretInput, CopyWarmSecretOutput](ctx, ForCluster(KubernetesActivityPolicy, in.Secret.Cluster), ActivityCopyWarmSecret, in)
+	return runActivity[CopyWarmSecretInput, CopyWarmSecretOutput](ctx, ForCluster(CredentialStepPolicy, in.Secret.Cluster), ActivityCopyWarmSecret, in)
+}
+
+// registerIntoWaitingPod is RegisterRunner for a pod created first (changeSecretAfterScheduling).
+func registerIntoWaitingPod(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
+	return runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, ForCluster(CredentialRegistrationPolicy, in.Cluster), ActivityRegisterRunner, in)
+}
+
+// retireRunnerSecret deletes the Secret of a runner that started (changeSecretAfterScheduling).
+func retireRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
+	return runActivity[SecretRef, Nothing](ctx, ForCluster(CredentialStepPolicy, in.Cluster), ActivityDeleteRunnerSecret, in)
 }
 
 func deleteWarmSecrets(ctx workflow.Context, in DeleteWarmSecretsInput) (Nothing, error) {

@@ -1,7 +1,12 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -52,6 +57,7 @@ func (r *runner) writeCredential(ctx workflow.Context) error {
 		reg, err := r.register(ctx, RegisterRunnerInput{
 			Cluster: r.in.Cluster, Pool: r.in.Pool, Name: r.in.Name, WorkflowID: r.workflowID(), Namespace: spec.Namespace,
 			Scope: spec.Scope, Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Mode: r.mode, WorkFolder: spec.WorkFolder,
+			PodFirst: true,
 		})
 		if err != nil {
 			r.keepRegistrationOf(err)
@@ -64,15 +70,43 @@ func (r *runner) writeCredential(ctx workflow.Context) error {
 	return nil
 }
 
+// credentialStep carries out the credential step the loop chose.
+func (r *runner) credentialStep(ctx workflow.Context, act action) error {
+	if act == actWriteCredential {
+		return r.writeCredential(ctx)
+	}
+	return r.retireCredential(ctx)
+}
+
 // retireCredential deletes the runner's Secret: its container holds the credential, or its
 // runner connected with it. The pod stays: it does not belong to the Secret.
 func (r *runner) retireCredential(ctx workflow.Context) error {
-	if _, err := deleteRunnerSecret(ctx, r.secretRef()); err != nil {
+	if _, err := retireRunnerSecret(ctx, r.secretRef()); err != nil {
 		return fmt.Errorf("delete runner secret once its runner started: %w", err)
 	}
 	r.reg.SecretName, r.reg.SecretUID = "", ""
 	r.obs.Credential = CredentialSpent
 	return nil
+}
+
+// credentialStepFailed decides on a credential step that failed. A final error (an invalid
+// spec, a Secret another workflow owns, a warm Secret that is gone) fails the runner. Anything
+// else is taken as its cluster (or GitHub) not answering: the step waits until a pod read
+// succeeds again, which the next registration check makes (RegistrationRecheckInterval later,
+// or at the registration timeout if that is later; never for a runner online), and the
+// cluster-lost clock counts from the step's start, so a cluster lost mid-step is left as one
+// lost while the pod waited.
+func (r *runner) credentialStepFailed(ctx workflow.Context, err error, began time.Time) (ending, bool) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && (app.NonRetryable() || slices.Contains(retryNonRetryable, app.Type())) {
+		return ending{kind: endFailed, failure: err}, true
+	}
+	r.log.Warn("Runner credential step failed; reading the pod before trying again", "error", err)
+	if r.obs.PodUnreadSince.IsZero() {
+		r.obs.PodUnreadSince = began
+	}
+	r.obs.RecheckAt = workflow.Now(ctx).Add(RegistrationRecheckInterval)
+	return ending{}, false
 }
 
 // secretRefNamed is a Secret of the runner's namespace and cluster.

@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Tests of changeSecretAfterScheduling: a JIT runner's pod comes first, its Secret is written
@@ -156,5 +158,31 @@ func TestRunnerBeforeSecretAfterSchedulingWritesItsSecretFirst(t *testing.T) {
 	h.mustRun(runnerTestInput(true))
 	if got, want := h.callOrder(), []string{ActivityRegisterRunner, ActivityDeleteRunnerSecret}; !slices.Equal(got, want) {
 		t.Errorf("activity calls = %v, want %v", got, want)
+	}
+}
+
+// The runner's cluster stops answering while the runner writes its credential into its
+// Secret: the step gives up after ClusterLostAfter (the Kubernetes and GitHub policies would
+// retry for hours), the runner reads its pod, and leaves the lost cluster as any runner that
+// never connected, for its pool to place another elsewhere. Nothing was registered, so nothing
+// is removed at GitHub; the pod is deleted once the cluster answers.
+func TestRunnerPodFirstLeavesAClusterLostMidCredential(t *testing.T) {
+	h := newPodFirstHarness(t).withPool()
+	h.podFirst("uid-1")
+	timeout := temporal.NewApplicationError("context deadline exceeded", "Timeout")
+	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(RegisterRunnerOutput{}, timeout)
+	h.env.OnActivity(ActivityGetRunnerPod, mock.Anything, mock.Anything).Return(GetRunnerPodOutput{}, timeout)
+	h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, PodRef{Cluster: "a", Namespace: runnerTestNS, Name: runnerTestName, UID: "uid-1"}).
+		Return(Nothing{}, nil).Once()
+	h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
+	in := runnerTestInput(true)
+	in.Cluster = "a"
+	_, err := h.run(in)
+	if appErrorType(err) != ErrRunnerFailed || !strings.Contains(err.Error(), ClusterLostReason) {
+		t.Fatalf("workflow error = %v, want a %s failure naming the lost cluster", err, ErrRunnerFailed)
+	}
+	calls := h.callOrder()
+	if got := calls[len(calls)-1]; got != ActivityDeleteRunnerPod {
+		t.Errorf("activity calls = %v, want the pod's deletion last", calls)
 	}
 }

@@ -303,6 +303,9 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 func (o *RunnerObservations) credentialDue() (action, bool) {
 	started := podRank(o.PodPhase) >= podRank(PodRunning)
 	switch {
+	case !o.PodUnreadSince.IsZero():
+		// The cluster has not answered a pod read or a credential step since: a pod read that
+		// succeeds (a registration check) comes first.
 	case o.Credential == CredentialAwaitingNode && (o.PodScheduled || started):
 		return actWriteCredential, true
 	case o.Credential == CredentialInNamespace && (started || o.Online):

@@ -12,12 +12,15 @@ import (
 // register registers the runner: at the scale set (its JIT configuration written into the
 // runner's Secret; the pod is created next, owned by that Secret), or through REST.
 func (r *runner) register(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
+	if r.in.Spec.ScaleSetID == 0 && in.PodFirst {
+		return registerIntoWaitingPod(ctx, in)
+	}
 	if r.in.Spec.ScaleSetID == 0 {
 		return registerRunner(ctx, in)
 	}
 	out, err := runActivity[CreateScaleSetRunnerInput, CreateScaleSetRunnerOutput](ctx, ScaleSetActivityPolicy, ActivityCreateScaleSetRunner, CreateScaleSetRunnerInput{
 		Pool: in.Pool, Name: in.Name, WorkflowID: in.WorkflowID, Namespace: in.Namespace,
-		Scope: in.Scope, ScaleSetID: r.in.Spec.ScaleSetID, WorkFolder: in.WorkFolder,
+		Scope: in.Scope, ScaleSetID: r.in.Spec.ScaleSetID, WorkFolder: in.WorkFolder, PodFirst: in.PodFirst,
 	})
 	if err != nil {
 		return RegisterRunnerOutput{}, err

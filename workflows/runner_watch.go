@@ -30,13 +30,12 @@ func (r *runner) watch(ctx workflow.Context) ending {
 			r.checkPod(ctx)
 		case actConfirmGone:
 			r.confirmGone(ctx)
-		case actWriteCredential:
-			if err := r.writeCredential(ctx); err != nil {
-				return ending{kind: endFailed, failure: err}
-			}
-		case actRetireCredential:
-			if err := r.retireCredential(ctx); err != nil {
-				return ending{kind: endFailed, failure: err}
+		case actWriteCredential, actRetireCredential:
+			began, err := workflow.Now(ctx), r.credentialStep(ctx, st.action)
+			if err != nil {
+				if end, over := r.credentialStepFailed(ctx, err, began); over {
+					return end
+				}
 			}
 		case actCheckRegistration:
 			if end, over := r.checkRegistration(ctx); over {

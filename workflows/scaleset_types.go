@@ -79,6 +79,9 @@ type CreateScaleSetRunnerInput struct {
 	Scope      Scope  `json:"scope"`
 	ScaleSetID int64  `json:"scaleSetID"`
 	WorkFolder string `json:"workFolder,omitempty"`
+	// PodFirst: as RegisterRunnerInput.PodFirst, the runner's pod may have read the Secret an
+	// earlier attempt wrote: its runner is adopted whatever the service says of it now.
+	PodFirst bool `json:"podFirst,omitempty"`
 }
 
 // CreateScaleSetRunnerOutput names the runner and its Secret, never the credential.
