@@ -164,14 +164,19 @@ func TestRunnerBeforeSecretAfterSchedulingWritesItsSecretFirst(t *testing.T) {
 // The runner's cluster stops answering while the runner writes its credential into its
 // Secret: the step gives up after ClusterLostAfter (the Kubernetes and GitHub policies would
 // retry for hours), the runner reads its pod, and leaves the lost cluster as any runner that
-// never connected, for its pool to place another elsewhere. Nothing was registered, so nothing
-// is removed at GitHub; the pod is deleted once the cluster answers.
+// never connected, for its pool to place another elsewhere. A registration GitHub made before
+// the Secret's write stopped answering is found by name and removed; the pod is deleted once
+// the cluster answers.
 func TestRunnerPodFirstLeavesAClusterLostMidCredential(t *testing.T) {
 	h := newPodFirstHarness(t).withPool()
 	h.podFirst("uid-1")
 	timeout := temporal.NewApplicationError("context deadline exceeded", "Timeout")
 	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(RegisterRunnerOutput{}, timeout)
 	h.env.OnActivity(ActivityGetRunnerPod, mock.Anything, mock.Anything).Return(GetRunnerPodOutput{}, timeout)
+	// GitHub had registered the runner before the Secret's write stopped answering: it is
+	// found by name and removed.
+	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7}, nil)
+	h.removes(1)
 	h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, PodRef{Cluster: "a", Namespace: runnerTestNS, Name: runnerTestName, UID: "uid-1"}).
 		Return(Nothing{}, nil).Once()
 	h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
