@@ -61,12 +61,10 @@ func (r *runner) writeCredential(ctx workflow.Context) error {
 		})
 		if err != nil {
 			r.keepRegistrationOf(err)
-			if r.in.Spec.ScaleSetID == 0 {
-				// GitHub may have registered the runner before the step failed (its Secret's
-				// write did not answer): its checks and its end look for it by name (none is
-				// success), so a cluster lost mid-step leaves no registration behind.
-				r.registered = true
-			}
+			// GitHub (or the scale set) may have registered the runner before the step failed
+			// (its Secret's write did not answer): its checks and its end look for it by name
+			// (none is success), so a cluster lost mid-step leaves no registration behind.
+			r.registered = true
 			return fmt.Errorf("register runner: %w", err)
 		}
 		r.registered, r.reg = true, reg

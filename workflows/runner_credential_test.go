@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // Tests of changeSecretAfterScheduling: a JIT runner's pod comes first, its Secret is written
@@ -189,5 +190,50 @@ func TestRunnerPodFirstLeavesAClusterLostMidCredential(t *testing.T) {
 	calls := h.callOrder()
 	if got := calls[len(calls)-1]; got != ActivityDeleteRunnerPod {
 		t.Errorf("activity calls = %v, want the pod's deletion last", calls)
+	}
+}
+
+// A scale set's runner registers into its Secret at its set, under a policy bounded as the REST
+// registration's (the set's own retries for an hour). The set may have made the runner before
+// the Secret's write failed for good (another workflow's Secret): the id never reached the
+// workflow, so the runner's end removes the set's runner of its name.
+func TestScaleSetRunnerPodFirstRemovesByNameARegistrationWithoutItsID(t *testing.T) {
+	h := newPodFirstHarness(t).withPool()
+	registerRunnerStub[CreateScaleSetRunnerInput, CreateScaleSetRunnerOutput](h, ActivityCreateScaleSetRunner)
+	registerRunnerStub[RemoveScaleSetRunnerInput, RemoveScaleSetRunnerOutput](h, ActivityRemoveScaleSetRunner)
+	h.podFirst("uid-1")
+	notOwned := temporal.NewNonRetryableApplicationError("secret owned by another workflow", ErrNotOwned, nil)
+	h.env.OnActivity(ActivityCreateScaleSetRunner, mock.Anything, mock.MatchedBy(func(in CreateScaleSetRunnerInput) bool {
+		return in.PodFirst && in.ScaleSetID == 5
+	})).Return(CreateScaleSetRunnerOutput{}, notOwned).Once()
+	h.env.OnActivity(ActivityRemoveScaleSetRunner, mock.Anything, RemoveScaleSetRunnerInput{
+		Scope: Scope{Organization: "acme"}, Name: runnerTestName, ScaleSetID: 5,
+	}).Return(RemoveScaleSetRunnerOutput{Removed: true}, nil).Once()
+	h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, mock.Anything).Return(Nothing{}, nil).Once()
+	h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
+	in := runnerTestInput(true)
+	in.Spec.ScaleSetID = 5
+	if _, err := h.run(in); appErrorType(err) != ErrRunnerFailed {
+		t.Fatalf("workflow error = %v, want %s", err, ErrRunnerFailed)
+	}
+	want := []string{ActivityCreateRunnerPod, ActivityCreateScaleSetRunner, ActivityRemoveScaleSetRunner, ActivityDeleteRunnerPod}
+	if got := h.callOrder(); !slices.Equal(got, want) {
+		t.Errorf("activity calls = %v, want %v", got, want)
+	}
+}
+
+// The credential window's registration steps give up when a lost cluster is declared, at
+// GitHub and at a scale set alike.
+func TestCredentialRegistrationsAreBoundedByTheClusterLostVerdict(t *testing.T) {
+	for name, p := range map[string]workflow.ActivityOptions{
+		"rest": CredentialRegistrationPolicy, "scale set": CredentialScaleSetRegistrationPolicy,
+	} {
+		if p.ScheduleToCloseTimeout != ClusterLostAfter {
+			t.Errorf("%s: schedule-to-close %v, want ClusterLostAfter (%v)", name, p.ScheduleToCloseTimeout, ClusterLostAfter)
+		}
+	}
+	if CredentialScaleSetRegistrationPolicy.TaskQueue != ScaleSetActivityPolicy.TaskQueue {
+		t.Errorf("the scale set's credential registration runs on %q, want the set's queue %q",
+			CredentialScaleSetRegistrationPolicy.TaskQueue, ScaleSetActivityPolicy.TaskQueue)
 	}
 }

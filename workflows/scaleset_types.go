@@ -97,6 +97,10 @@ type CreateScaleSetRunnerOutput struct {
 type RemoveScaleSetRunnerInput struct {
 	Scope    Scope `json:"scope"`
 	RunnerID int64 `json:"runnerID"`
+	// Name and ScaleSetID, with RunnerID zero: remove the set's runner of that name, if the
+	// service has one (a registration whose id never reached the workflow).
+	Name       string `json:"name,omitempty"`
+	ScaleSetID int64  `json:"scaleSetID,omitempty"`
 }
 
 // RemoveScaleSetRunnerOutput: Removed is false when the service had no such runner already.
