@@ -163,7 +163,7 @@ func (p *pool) decide(now time.Time) Plan {
 		elsewhere = p.busyElsewhere(now)
 	}
 	plan := Decide(DecideInput{
-		Pull:           p.demandDecision(now),
+		Demand:         p.demandDecision(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),

@@ -32,9 +32,19 @@ type DecideInput struct {
 	ScaleDownDelay time.Duration
 	// StartNotBefore holds back starts after failed runners (backoff).
 	StartNotBefore time.Time
-	// Pull, for a pool with a pull section, is what the pull says the pool wants (DecidePull):
-	// it replaces the count of reservations and busy runners, which it includes.
-	Pull *PullDecision
+	// Demand, for a pool that learns its demand from more than its reservations (a pull section:
+	// DecidePull; a scale set: ScaleSetDemand), is what that source says the pool wants: it
+	// replaces the count of reservations and busy runners, which it includes. Nil: Reservations
+	// and BusyElsewhere are the demand.
+	Demand *Demand
+}
+
+// Demand is what a pool's source of demand says the pool wants: Want before the bounds clamp it
+// (Decide does), the pull's busy metric's Target to keep, and Why for the decision log.
+type Demand struct {
+	Want   int
+	Target int
+	Why    string
 }
 
 // Plan is what the pool does now: start these runners, drain those. The workflow executes it.
@@ -169,9 +179,9 @@ func desiredCount(in DecideInput, busy int) (int, string) {
 	if in.Mode == PoolDraining {
 		return 0, "pool draining: desired 0"
 	}
-	if in.Pull != nil {
-		desired := min(max(in.Pull.Want, b.Min), b.Max)
-		return desired, fmt.Sprintf("desired %d = clamp(%s, %d, %d)", desired, in.Pull.Why, b.Min, b.Max)
+	if in.Demand != nil {
+		desired := min(max(in.Demand.Want, b.Min), b.Max)
+		return desired, fmt.Sprintf("desired %d = clamp(%s, %d, %d)", desired, in.Demand.Why, b.Min, b.Max)
 	}
 	demand := b.Min + in.Reservations + in.BusyElsewhere
 	want := max(demand, busy+b.MinIdle)

@@ -163,7 +163,7 @@ func (p *pool) applyPulledJobs(repos []PulledRepo) {
 }
 
 // pullDecision is the pull's demand for Decide; nil for a pool without a pull section.
-func (p *pool) pullDecision(now time.Time) *PullDecision {
+func (p *pool) pullDecision(now time.Time) *Demand {
 	if !p.pullOn() || p.st.Pull == nil {
 		return nil
 	}

@@ -154,11 +154,11 @@ func TestDecidePull(t *testing.T) {
 // clamped by the bounds; a draining pool still wants nothing.
 func TestDecideWithPullClampsTheWant(t *testing.T) {
 	in := decIn(1, 4)
-	in.Pull = &PullDecision{Want: 9, Why: "pull: want 9"}
+	in.Demand = &Demand{Want: 9, Why: "pull: want 9"}
 	if p := Decide(in); p.Desired != 4 || len(p.Start) != 4 || !strings.Contains(p.Why, "pull: want 9") {
 		t.Errorf("Decide with a pull wanting 9 in [1, 4]: desired %d, %d starts, why %q", p.Desired, len(p.Start), p.Why)
 	}
-	in.Pull.Want = 0
+	in.Demand.Want = 0
 	if p := Decide(in); p.Desired != 1 {
 		t.Errorf("Decide with a pull wanting 0, min 1: desired %d", p.Desired)
 	}

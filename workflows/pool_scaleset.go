@@ -514,7 +514,7 @@ func isAlreadyStarted(err error) bool {
 
 // demandDecision is what replaces the reservations' count in Decide: a scale set's demand,
 // or the pull's; nil for a pool that has neither.
-func (p *pool) demandDecision(now time.Time) *PullDecision {
+func (p *pool) demandDecision(now time.Time) *Demand {
 	if d := p.scaleSetDecision(now); d != nil {
 		return d
 	}
@@ -523,7 +523,7 @@ func (p *pool) demandDecision(now time.Time) *PullDecision {
 
 // scaleSetDecision is a scale-set pool's demand for Decide: the set's jobs, each once (or
 // GitHub's assigned count when higher), plus the idle runners kept ready, within the bounds.
-func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
+func (p *pool) scaleSetDecision(now time.Time) *Demand {
 	st := p.st.ScaleSet
 	if !p.scaleSetOn() || st == nil {
 		return nil
@@ -539,7 +539,7 @@ func (p *pool) scaleSetDecision(now time.Time) *PullDecision {
 		assigned += fmt.Sprintf(" + %d acquired since", st.AcquiredSince)
 	}
 	why := fmt.Sprintf("scale set: max(jobs %d, assigned %s) - done %d + minIdle %d", st.Ledger.Jobs(), assigned, done, b.MinIdle)
-	return &PullDecision{Want: want, Why: why}
+	return &Demand{Want: want, Why: why}
 }
 
 // holdStartsForScaleSet keeps a scale-set pool from starting runners while it has no set (not

@@ -27,14 +27,6 @@ type PullDecideInput struct {
 	Evaluate bool
 }
 
-// PullDecision is what the pull says the pool wants: Want before the bounds clamp it (Decide
-// does), the busy metric's Target to keep, and Why for the decision log.
-type PullDecision struct {
-	Want   int
-	Target int
-	Why    string
-}
-
 // DecidePull computes the demand of a pool with a pull section. Every job is counted once,
 // whichever source told of it:
 //   - jobs that need a runner ("waiting"): the queued jobs GitHub listed (the pull) and the
@@ -55,7 +47,7 @@ type PullDecision struct {
 // online count, within min and max; it is held while runners are still starting (they would
 // read as idle) and falls to min with no runner online. want = max(target, busy + waiting from
 // reservations, busy + minIdle): the webhooks' jobs are served even between two reads.
-func DecidePull(in PullDecideInput) PullDecision {
+func DecidePull(in PullDecideInput) Demand {
 	c := countPull(in)
 	if in.Spec.Metric == PullMetricBusyPercentage {
 		return decideBusy(in, c)
@@ -68,7 +60,7 @@ func DecidePull(in PullDecideInput) PullDecision {
 		want = staying
 		why += fmt.Sprintf("; held at the %d runners: %d run(s) have jobs on pages not read", staying, c.unread)
 	}
-	return PullDecision{Want: want, Why: why}
+	return Demand{Want: want, Why: why}
 }
 
 // pullCounts are the counts DecidePull reads from the runners, the book and the answers.
@@ -176,7 +168,7 @@ func (in PullDecideInput) released(job int64) bool {
 	return slices.ContainsFunc(in.Reserved.Released, func(r ReleasedJob) bool { return r.JobID == job })
 }
 
-func decideBusy(in PullDecideInput, c pullCounts) PullDecision {
+func decideBusy(in PullDecideInput, c pullCounts) Demand {
 	target, how := in.Target, "kept"
 	switch {
 	case in.Evaluate && c.starting > 0:
@@ -186,7 +178,7 @@ func decideBusy(in PullDecideInput, c pullCounts) PullDecision {
 		target = min(max(target, in.Bounds.Min), in.Bounds.Max)
 	}
 	want := max(target, c.busy+c.waiting, c.busy+in.Bounds.MinIdle)
-	return PullDecision{Want: want, Target: target, Why: fmt.Sprintf(
+	return Demand{Want: want, Target: target, Why: fmt.Sprintf(
 		"pull: want %d = max(target %d (%s), busy %d + waiting %d, busy %d + minIdle %d)",
 		want, target, how, c.busy, c.waiting, c.busy, in.Bounds.MinIdle)}
 }
