@@ -64,24 +64,9 @@ type pool struct {
 	lean bool
 	// timer is the pending wake-up kept across iterations (changeLeanRunners).
 	timer *poolTimer
-	// pulling is true while a pull reads GitHub (continue-as-new waits for it); pullVersion is
-	// changePullScaling's, asked once per run by a pool with a pull section (pool_pull.go).
-	pulling     bool
-	pullVersion *workflow.Version
-	// scaleSetBusy is true while the set is brought to the spec or its listener started
-	// (continue-as-new waits for it); scaleSetVersion is changeScaleSetPools', asked once per
-	// run by a scale-set pool (pool_scaleset.go).
-	scaleSetBusy    bool
-	scaleSetVersion *workflow.Version
-	// scaleSetRanUnseenVersion is changeScaleSetRanUnseen's, asked once per run when first
-	// needed (scaleSetRanUnseenOn).
-	scaleSetRanUnseenVersion *workflow.Version
-	// scaleSetStatisticsVersion is changeScaleSetStatisticsFirst's, asked once per run when
-	// first needed (scaleSetStatisticsFirstOn).
-	scaleSetStatisticsVersion *workflow.Version
-	// sharedVersion is changeSharedPull's, asked once per run by a pool that reads jobs
-	// (pool_pull_shared.go).
-	sharedVersion *workflow.Version
+	// demand is where the pool learns what its runners are needed for beyond its reservations
+	// (pool_demand.go), chosen from the spec when the run starts.
+	demand demandSource
 }
 
 func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
@@ -108,6 +93,7 @@ func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
 		}
 	}
 	p.logger = log.With(workflow.GetLogger(ctx), "pool", p.st.Spec.Name)
+	p.demand = p.chooseDemand()
 	return p, nil
 }
 
@@ -119,8 +105,7 @@ func (p *pool) run() error {
 	}
 	p.receiveSignals()
 	p.receiveScopeListing()
-	p.receiveScaleSet()
-	p.receiveRepoPull()
+	p.receiveDemandNews()
 	for {
 		now := workflow.Now(p.ctx)
 		p.changed = false
@@ -131,8 +116,7 @@ func (p *pool) run() error {
 			return err
 		}
 		p.pruneReservations(now)
-		p.tendPull(now)
-		p.tendScaleSet(now)
+		p.demand.tend(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -162,8 +146,8 @@ func (p *pool) decide(now time.Time) Plan {
 	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		elsewhere = p.busyElsewhere(now)
 	}
-	plan := Decide(DecideInput{
-		Demand:         p.demandDecision(now),
+	return Decide(DecideInput{
+		Demand:         p.demand.want(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
 		Reservations:   max(p.st.Reserved.Active(now)-heldUnattributed(p.st.UnattributedEnds, now), 0),
@@ -177,8 +161,6 @@ func (p *pool) decide(now time.Time) Plan {
 		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
 		StartNotBefore: p.st.StartNotBefore,
 	})
-	p.holdStartsForScaleSet(&plan)
-	return plan
 }
 
 // runnersKnowJobs is true once a runner reported its job (runner code that reports jobs).
@@ -272,7 +254,8 @@ func (p *pool) servingRunners(now time.Time) int {
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a
 // reservation expiring, a scheduled override starting or ending, the next runner listing (or
-// renewing the scope listing's short interval), a warm registration's refresh.
+// renewing the scope listing's short interval), a warm registration's refresh, what the source
+// of demand has due.
 func (p *pool) nextWake(now time.Time) time.Time {
 	candidates := []time.Time{p.plan.WakeAt, p.warmWake}
 	for _, r := range p.st.Reserved.Reservations {
@@ -289,12 +272,16 @@ func (p *pool) nextWake(now time.Time) time.Time {
 	if !p.checking && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		candidates = append(candidates, p.st.NextRunnerCheck)
 	}
-	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.pullWake(), p.scaleSetWake(),
-		p.scaleSetFinishedWake(now), p.scaleSetExcessWake(now))
+	candidates = append(candidates, p.nextRegistrationCheck(), p.listingDemandWake(), p.nextJobCheck(now), p.demand.wake(now))
+	return soonest(candidates...)
+}
+
+// soonest is the earliest of the times that are set (not zero); zero when none is.
+func soonest(times ...time.Time) time.Time {
 	var next time.Time
-	for _, c := range candidates {
-		if !c.IsZero() && (next.IsZero() || c.Before(next)) {
-			next = c
+	for _, t := range times {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
 	return next
@@ -369,11 +356,12 @@ func (p *pool) shouldContinueAsNew() bool {
 	return workflow.GetInfo(p.ctx).GetContinueAsNewSuggested() || (p.canAfter > 0 && p.iterations >= p.canAfter)
 }
 
-// continueAsNew waits for child starts, signals, the listing and update handlers in flight,
+// continueAsNew waits for child starts, signals, the listing, the source of demand's work and
+// update handlers in flight,
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *pool) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.pulling && !p.scaleSetBusy && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.demand.busy() && workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

@@ -45,6 +45,9 @@ type Demand struct {
 	Want   int
 	Target int
 	Why    string
+	// StartsHeld, when set, says until when no runner may start whatever the count (a scale
+	// set's pool before its set exists).
+	StartsHeld string
 }
 
 // Plan is what the pool does now: start these runners, drain those. The workflow executes it.
@@ -119,6 +122,10 @@ func Decide(in DecideInput) Plan {
 		// A force-removed runner is replaced only once it has ended: until then it holds its
 		// place (and its slot), though it is not kept against a scale-down of the others.
 		plan.scaleUp(in, v, desired-staying-v.removing)
+	}
+	if in.Demand != nil && in.Demand.StartsHeld != "" && len(plan.Start) > 0 {
+		plan.Start = nil
+		plan.Why += "; starts held " + in.Demand.StartsHeld
 	}
 	return plan
 }

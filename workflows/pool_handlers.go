@@ -87,7 +87,7 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	}
 	if rep.State.Terminal() {
 		p.recordUnattributedEnd(p.st.Runners[i], rep)
-		p.noteScaleSetRunnerEnd(p.st.Runners[i], rep)
+		p.demand.hear(runnerEnd{runner: p.st.Runners[i], report: rep})
 		p.forget(rep.Runner, rep.State, rep.Reason)
 		return
 	}
@@ -246,6 +246,7 @@ func (p *pool) apply(_ workflow.Context, req ApplyRequest) (ApplyResult, error) 
 		p.st.Scale = ScaleRequest{}
 	}
 	p.st.Spec, p.st.TemplateHash = spec, hash
+	p.followSpec()
 	p.changed = true
 	if res.Result != ApplyUnchanged {
 		p.logger.Info("Pool spec applied", "result", res.Result, "templateHash", hash, "rollout", res.Rollout)
@@ -462,7 +463,7 @@ func (p *pool) status() (PoolStatus, error) {
 			outdated++
 		}
 	}
-	return PoolStatus{
+	out := PoolStatus{
 		Name: p.st.Spec.Name, Spec: p.st.Spec, TemplateHash: p.st.TemplateHash, Generation: p.st.Generation,
 		Mode: p.st.Mode, ModeReason: p.st.ModeReason, Bounds: b, OverrideActive: overrideOn, Scale: p.st.Scale,
 		Desired: p.plan.Desired, Why: p.plan.Why,
@@ -472,6 +473,7 @@ func (p *pool) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
-		Pull: p.pullStatus(), ScaleSet: p.scaleSetStatus(),
-	}, nil
+	}
+	p.demand.status(&out)
+	return out, nil
 }

@@ -16,25 +16,55 @@ import (
 // timer, so a later change to what the pull issues can tell them apart.
 const changePullScaling = "pull-scaling"
 
-// pullOn reports whether this run scales from the pull: the spec has a pull section and the
-// history is of a release that has the pull. The version is asked once per run.
-func (p *pool) pullOn() bool {
-	if p.st.Spec.Pull == nil {
-		return false
-	}
-	if p.pullVersion == nil {
-		v := workflow.GetVersion(p.ctx, changePullScaling, workflow.DefaultVersion, 1)
-		p.pullVersion = &v
-	}
-	return *p.pullVersion >= 1
+// pullDemand is the demand of a pool with a pull section (pull_types.go): GitHub's queued and
+// in-progress jobs, read on the pool's timer (here) or through the repositories' shared pull
+// workflows (pool_pull_shared.go), counted with the reservations by DecidePull. A run whose pull
+// section was removed keeps it: it withdraws the shared demands it made, then wants nothing.
+type pullDemand struct {
+	*pool
+	// scaling is changePullScaling's gate, shared changeSharedPull's.
+	scaling, shared gate
+	// reading is true while a read or a batch of demands runs beside the loop.
+	reading bool
 }
 
-// tendPull is the pull's step in the pool's loop, before the decision: when a read is due, the
+func newPullDemand(p *pool) *pullDemand {
+	return &pullDemand{
+		pool: p,
+		scaling: gate{ask: func(ctx workflow.Context) workflow.Version {
+			return workflow.GetVersion(ctx, changePullScaling, workflow.DefaultVersion, 1)
+		}},
+		shared: gate{ask: func(ctx workflow.Context) workflow.Version {
+			return workflow.GetVersion(ctx, changeSharedPull, workflow.DefaultVersion, 1)
+		}},
+	}
+}
+
+// hear takes a repository's part of a shared read.
+func (p *pullDemand) hear(news demandNews) {
+	if s, ok := news.(RepoPullSignal); ok {
+		p.onRepoPull(s)
+	}
+}
+
+// busy is true while a read or a batch of demands runs.
+func (p *pullDemand) busy() bool { return p.reading }
+
+// status puts the pull's part in the pool's status.
+func (p *pullDemand) status(out *PoolStatus) { out.Pull = p.pullStatus() }
+
+// pullOn reports whether this run scales from the pull: the spec has a pull section and the
+// history is of a release that has the pull (asked once per run, when the spec first has one).
+func (p *pullDemand) pullOn() bool {
+	return p.st.Spec.Pull != nil && p.scaling.inForce(p.ctx)
+}
+
+// tend is the pull's step in the pool's loop, before the decision: when a read is due, the
 // busy metric takes its new target from the pool's own runners (no call: their busy state is
 // GitHub's, from the runners' reports and the scope's runner listing), and the queued metric
-// reads GitHub beside the loop (one activity on the GitHub queue). A pool without a pull
-// section does nothing here.
-func (p *pool) tendPull(now time.Time) {
+// reads GitHub beside the loop (one activity on the GitHub queue). A run whose pull section
+// was removed only withdraws its shared demands here.
+func (p *pullDemand) tend(now time.Time) {
 	if !p.pullOn() {
 		if st := p.st.Pull; st != nil && len(st.Demanded) > 0 {
 			p.tendSharedPull(now) // withdraw from the shared reads first
@@ -63,7 +93,7 @@ func (p *pool) tendPull(now time.Time) {
 		}
 	}
 	st := p.st.Pull
-	if p.pulling || now.Before(st.NextAt) {
+	if p.reading || now.Before(st.NextAt) {
 		return
 	}
 	st.NextAt = now.Add(spec.IntervalOrDefault())
@@ -77,11 +107,11 @@ func (p *pool) tendPull(now time.Time) {
 
 // startPull reads the pool's repositories at GitHub, passing the last answers with their
 // ETags, and keeps the new answers when they are still for the spec in force.
-func (p *pool) startPull(now time.Time, key string) {
+func (p *pullDemand) startPull(now time.Time, key string) {
 	in := PullJobsInput{Pool: p.st.Spec.Name, Labels: p.st.Spec.Labels, Repos: p.pullRepos(), Last: withoutJobs(p.st.Pull.Repos)}
-	p.pulling = true
+	p.reading = true
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.pulling, p.changed = false, true }()
+		defer func() { p.reading, p.changed = false, true }()
 		var out PullJobsResult
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, PoolPullPolicy), ActivityPullJobs, in).Get(ctx, &out)
 		st := p.st.Pull
@@ -109,7 +139,7 @@ func (p *pool) startPull(now time.Time, key string) {
 // endJobsGone ends the reservations of jobs the last answer listed queued or in progress and
 // this one lists neither: GitHub says they are over, whatever webhooks were lost. Only a
 // complete answer says so (no listing at its one page's limit, no run with an unread page).
-func (p *pool) endJobsGone(prev, cur []PulledRepo) {
+func (p *pullDemand) endJobsGone(prev, cur []PulledRepo) {
 	listed := map[int64]bool{}
 	for _, repo := range cur {
 		for _, l := range repo.Listings {
@@ -141,7 +171,7 @@ func (p *pool) endJobsGone(prev, cur []PulledRepo) {
 // said (a dropped in_progress delivery): a runner of the pool GitHub names on a job now has
 // that job, so the job's reservation ends when the runner leaves it; a reserved job GitHub
 // names on a runner that is not one of the pool's is served elsewhere.
-func (p *pool) applyPulledJobs(repos []PulledRepo) {
+func (p *pullDemand) applyPulledJobs(repos []PulledRepo) {
 	for _, repo := range repos {
 		for _, run := range repo.Runs {
 			for _, j := range run.AllJobs() {
@@ -162,8 +192,8 @@ func (p *pool) applyPulledJobs(repos []PulledRepo) {
 	}
 }
 
-// pullDecision is the pull's demand for Decide; nil for a pool without a pull section.
-func (p *pool) pullDecision(now time.Time) *Demand {
+// want is the pull's demand for Decide; nil while the spec has no pull section.
+func (p *pullDemand) want(now time.Time) *Demand {
 	if !p.pullOn() || p.st.Pull == nil {
 		return nil
 	}
@@ -187,7 +217,7 @@ func (p *pool) pullDecision(now time.Time) *Demand {
 	return &d
 }
 
-func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
+func (p *pullDemand) pullInput(now time.Time, evaluate bool) PullDecideInput {
 	in := PullDecideInput{
 		Now: now, Pool: p.st.Spec.Name, Spec: *p.st.Spec.Pull, Bounds: p.bounds(now),
 		Runners: p.st.Runners, Reserved: p.st.Reserved, Evaluate: evaluate,
@@ -198,9 +228,9 @@ func (p *pool) pullInput(now time.Time, evaluate bool) PullDecideInput {
 	return in
 }
 
-// pullWake is when the next read is due; zero without a pull or while one runs.
-func (p *pool) pullWake() time.Time {
-	if p.pulling || p.st.Pull == nil || p.st.Spec.Pull == nil {
+// wake is when the next read is due; zero without a pull or while one runs.
+func (p *pullDemand) wake(time.Time) time.Time {
+	if p.reading || p.st.Pull == nil || p.st.Spec.Pull == nil {
 		return time.Time{}
 	}
 	if p.st.Pull.Shared {
@@ -210,7 +240,7 @@ func (p *pool) pullWake() time.Time {
 }
 
 // pullRepos are the repositories the pool reads, as "owner/repo".
-func (p *pool) pullRepos() []string {
+func (p *pullDemand) pullRepos() []string {
 	spec := p.st.Spec
 	switch {
 	case spec.Pull.Metric != PullMetricQueuedJobs:
@@ -228,18 +258,18 @@ func (p *pool) pullRepos() []string {
 }
 
 // pullKey names what the answers are read for.
-func (p *pool) pullKey() string {
+func (p *pullDemand) pullKey() string {
 	return p.st.Spec.Pull.Metric + "|" + strings.ToLower(strings.Join(p.pullRepos(), ",")) + "|" + strings.Join(p.st.Spec.lowerLabels(), ",")
 }
 
-func (p *pool) pullCalls() int64 {
+func (p *pullDemand) pullCalls() int64 {
 	if p.st.Pull == nil {
 		return 0
 	}
 	return p.st.Pull.Calls
 }
 
-func (p *pool) pullNotModified() int64 {
+func (p *pullDemand) pullNotModified() int64 {
 	if p.st.Pull == nil {
 		return 0
 	}
@@ -247,7 +277,7 @@ func (p *pool) pullNotModified() int64 {
 }
 
 // pullStatus is the pull's part of the pool's status.
-func (p *pool) pullStatus() *PullStatus {
+func (p *pullDemand) pullStatus() *PullStatus {
 	st := p.st.Pull
 	if st == nil || p.st.Spec.Pull == nil {
 		return nil
@@ -273,60 +303,4 @@ func (p *pool) pullStatus() *PullStatus {
 		}
 	}
 	return out
-}
-
-// withoutJobs is the last answers as the activity needs them: ETags and run ids, no jobs.
-func withoutJobs(repos []PulledRepo) []PulledRepo {
-	out := make([]PulledRepo, 0, len(repos))
-	for _, r := range repos {
-		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
-		for _, run := range r.Runs {
-			bare := PulledRun{RunID: run.RunID, ETag: run.ETag, Unread: run.Unread}
-			for _, pg := range run.More {
-				bare.More = append(bare.More, PulledPage{ETag: pg.ETag})
-			}
-			c.Runs = append(c.Runs, bare)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// mergePulled takes a read's answers, with the jobs of each page GitHub answered 304 for (or
-// the read had no room for) taken from the last answers.
-func mergePulled(prev, cur []PulledRepo) []PulledRepo {
-	out := make([]PulledRepo, 0, len(cur))
-	for _, r := range cur {
-		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
-		for _, run := range r.Runs {
-			last := lastRunOf(prev, r.Repository, run.RunID)
-			if run.NotModified {
-				run.Jobs, run.NotModified = last.Jobs, false
-			}
-			run.More = slices.Clone(run.More)
-			for i := range run.More {
-				if run.More[i].NotModified && i < len(last.More) {
-					run.More[i].Jobs = last.More[i].Jobs
-				}
-				run.More[i].NotModified = false
-			}
-			m.Runs = append(m.Runs, run)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func lastRunOf(prev []PulledRepo, repo string, runID int64) PulledRun {
-	for _, r := range prev {
-		if r.Repository != repo {
-			continue
-		}
-		for _, run := range r.Runs {
-			if run.RunID == runID {
-				return run
-			}
-		}
-	}
-	return PulledRun{}
 }

@@ -20,27 +20,17 @@ import (
 const changeSharedPull = "shared-pull"
 
 // sharesPull reports whether this run reads its repositories through the shared workflows.
-func (p *pool) sharesPull() bool {
+func (p *pullDemand) sharesPull() bool {
 	if p.st.Spec.Pull == nil || p.st.Spec.Pull.Metric != PullMetricQueuedJobs {
 		return false
 	}
-	if p.sharedVersion == nil {
-		v := workflow.GetVersion(p.ctx, changeSharedPull, workflow.DefaultVersion, 1)
-		p.sharedVersion = &v
-	}
-	return *p.sharedVersion >= 1
-}
-
-// receiveRepoPull takes the parts the repositories' pull workflows signal. A pool that does not
-// share its reads never gets one, so the receiver changes nothing in its history.
-func (p *pool) receiveRepoPull() {
-	receive(p, SignalRepoPull, p.onRepoPull)
+	return p.shared.inForce(p.ctx)
 }
 
 // onRepoPull keeps a repository's part in place of its last one and applies what it says about
 // running and ended jobs (as the pool's own read did). A part of a repository the pool no
 // longer reads is ignored.
-func (p *pool) onRepoPull(s RepoPullSignal) {
+func (p *pullDemand) onRepoPull(s RepoPullSignal) {
 	st := p.st.Pull
 	if st == nil || !st.Shared || p.st.Spec.Pull == nil {
 		return
@@ -78,17 +68,17 @@ func (p *pool) onRepoPull(s RepoPullSignal) {
 // wants changed (a new repository, interval or labels), again when a repository has been
 // silent for PullShareSilenceMax (its workflow may be gone), and withdraws from the
 // repositories it no longer reads. One batch of demands at a time, beside the loop.
-func (p *pool) tendSharedPull(now time.Time) {
-	if p.pulling {
+func (p *pullDemand) tendSharedPull(now time.Time) {
+	if p.reading {
 		return
 	}
 	sends := p.pullDemands(now)
 	if len(sends) == 0 {
 		return
 	}
-	p.pulling = true // continue-as-new waits for the demands
+	p.reading = true // continue-as-new waits for the demands
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.pulling, p.changed = false, true }()
+		defer func() { p.reading, p.changed = false, true }()
 		futures := make([]workflow.Future, len(sends))
 		for i, in := range sends {
 			futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ListingDemandPolicy), ActivityDemandRepoPull, in)
@@ -104,7 +94,7 @@ func (p *pool) tendSharedPull(now time.Time) {
 }
 
 // pullDemands are the demands to send at now (PullDemandsToSend on the pool's state).
-func (p *pool) pullDemands(now time.Time) []DemandRepoPullInput {
+func (p *pullDemand) pullDemands(now time.Time) []DemandRepoPullInput {
 	var want []string
 	interval := time.Duration(0)
 	if p.st.Spec.Pull != nil && p.st.Spec.Pull.Metric == PullMetricQueuedJobs {
@@ -117,7 +107,7 @@ func (p *pool) pullDemands(now time.Time) []DemandRepoPullInput {
 }
 
 // recordDemanded keeps what the pool asked of a repository (a withdrawal removes it).
-func (p *pool) recordDemanded(in DemandRepoPullInput, at time.Time) {
+func (p *pullDemand) recordDemanded(in DemandRepoPullInput, at time.Time) {
 	st := p.st.Pull
 	if st == nil {
 		return
@@ -207,9 +197,9 @@ func freshPulled(repos []PulledRepo, now time.Time) (fresh []PulledRepo, stale [
 
 // sharedPullWake is when a shared answer falls silent (the pool then counts on its
 // reservations for it, and asks again); zero when none can.
-func (p *pool) sharedPullWake() time.Time {
+func (p *pullDemand) sharedPullWake() time.Time {
 	var next time.Time
-	// A runner that ended is taken to have served a listed job for an interval (pullDecision):
+	// A runner that ended is taken to have served a listed job for an interval (want):
 	// wake when that lapses, to count the job again.
 	for _, f := range p.st.Finished {
 		if at := f.At.Add(p.st.Spec.Pull.IntervalOrDefault()); at.After(workflow.Now(p.ctx)) && (next.IsZero() || at.Before(next)) {

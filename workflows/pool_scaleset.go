@@ -96,29 +96,66 @@ type PoolScaleSetState struct {
 	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
-// scaleSetOn reports whether this pool is a scale set's; the version is asked once per run.
-func (p *pool) scaleSetOn() bool {
-	if !p.st.Spec.IsScaleSet() {
-		return false
-	}
-	if p.scaleSetVersion == nil {
-		v := workflow.GetVersion(p.ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
-		p.scaleSetVersion = &v
-	}
-	return *p.scaleSetVersion >= 1
+// scaleSetDemand is the demand of a scale-set pool: the set's jobs as its messages tell them
+// (the ledger, ScaleSetLedger) and GitHub's statistics, handed over by the set's listener
+// (ScaleSetListenerWorkflow), which this source keeps running. A run of a history from before
+// the scale-set pools (changeScaleSetPools) has no set and wants nothing of its own.
+type scaleSetDemand struct {
+	*pool
+	// pools, ranUnseen and statisticsFirst are the gates of changeScaleSetPools,
+	// changeScaleSetRanUnseen and changeScaleSetStatisticsFirst.
+	pools, ranUnseen, statisticsFirst gate
+	// working is true while the set is brought to the spec, its listener started or told the
+	// pool's maximum, or a set left behind deleted.
+	working bool
 }
 
-// receiveScaleSet installs the receivers of the listener's signals. Receiving issues no
-// command, so every pool has them; only a scale-set pool's listener sends to them.
-func (p *pool) receiveScaleSet() {
-	receive(p, SignalScaleSetMessage, p.onScaleSetMessage)
-	receive(p, SignalScaleSetListenerEnded, p.onScaleSetListenerEnded)
-	receive(p, SignalScaleSetSessionOpened, p.onScaleSetSessionOpened)
+func newScaleSetDemand(p *pool) *scaleSetDemand {
+	return &scaleSetDemand{
+		pool: p,
+		pools: gate{ask: func(ctx workflow.Context) workflow.Version {
+			return workflow.GetVersion(ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
+		}},
+		ranUnseen: gate{ask: func(ctx workflow.Context) workflow.Version {
+			return workflow.GetVersion(ctx, changeScaleSetRanUnseen, workflow.DefaultVersion, 1)
+		}},
+		statisticsFirst: gate{ask: func(ctx workflow.Context) workflow.Version {
+			return workflow.GetVersion(ctx, changeScaleSetStatisticsFirst, workflow.DefaultVersion, 1)
+		}},
+	}
+}
+
+// hear takes the listener's signals and the ends of the pool's runners.
+func (p *scaleSetDemand) hear(news demandNews) {
+	switch n := news.(type) {
+	case ScaleSetMessageSignal:
+		p.onScaleSetMessage(n)
+	case ScaleSetListenerEnded:
+		p.onScaleSetListenerEnded(n)
+	case ScaleSetSessionOpened:
+		p.onScaleSetSessionOpened(n)
+	case runnerEnd:
+		p.noteScaleSetRunnerEnd(n.runner, n.report)
+	}
+}
+
+// busy is true while work on the set runs beside the loop.
+func (p *scaleSetDemand) busy() bool { return p.working }
+
+// wake is the earliest of: a retry of the set after a failure, a finished runner's hold
+// lapsing, the ledger's excess over the statistics outlasting its hold.
+func (p *scaleSetDemand) wake(now time.Time) time.Time {
+	return soonest(p.scaleSetWake(), p.scaleSetFinishedWake(now), p.scaleSetExcessWake(now))
+}
+
+// scaleSetOn reports whether this pool is a scale set's; the version is asked once per run.
+func (p *scaleSetDemand) scaleSetOn() bool {
+	return p.st.Spec.IsScaleSet() && p.pools.inForce(p.ctx)
 }
 
 // onScaleSetMessage folds a message of the pool's set into its ledger; a message handed
 // again, or one of a set the pool moved on from, changes nothing.
-func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
+func (p *scaleSetDemand) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	st := p.st.ScaleSet
 	if st == nil || sig.ScaleSetID != st.ScaleSetID {
 		return
@@ -162,7 +199,7 @@ func (p *pool) onScaleSetMessage(sig ScaleSetMessageSignal) {
 // statistics that lag them by a message and assigned messages that lag them by the burst. The
 // message's statistics were taken before the acquisition: the jobs count on top of them too,
 // or the ledger would seem to hold more than the service assigned (BoundScaleSetLedger).
-func (p *pool) takeScaleSetAcquired(acquired []int64) {
+func (p *scaleSetDemand) takeScaleSetAcquired(acquired []int64) {
 	if len(acquired) == 0 || !p.scaleSetOn() ||
 		workflow.GetVersion(p.ctx, changeScaleSetAcquiredAssigned, workflow.DefaultVersion, 1) < 1 {
 		return
@@ -183,7 +220,7 @@ func (st *PoolScaleSetState) assignedNow() ScaleSetStatistics {
 // onScaleSetSessionOpened takes the statistics a new session opened with: a set adopted with
 // jobs assigned (from another tool, or before the pool re-created its listener) shows them
 // here, before any message names them.
-func (p *pool) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
+func (p *scaleSetDemand) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
 	st := p.st.ScaleSet
 	if st == nil || sig.ScaleSetID != st.ScaleSetID || !p.scaleSetStatisticsFirstOn() {
 		return
@@ -194,7 +231,7 @@ func (p *pool) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
 
 // boundScaleSetLedger trims the ledger to the statistics once its excess outlasts the hold
 // (BoundScaleSetLedger).
-func (p *pool) boundScaleSetLedger(now time.Time) {
+func (p *scaleSetDemand) boundScaleSetLedger(now time.Time) {
 	st := p.st.ScaleSet
 	if st == nil || (st.ExcessSince.IsZero() && st.Ledger.Jobs() <= st.assignedNow().AssignedJobs) || !p.scaleSetStatisticsFirstOn() {
 		return
@@ -204,7 +241,7 @@ func (p *pool) boundScaleSetLedger(now time.Time) {
 
 // scaleSetExcessWake is when the ledger's excess over the statistics outlasts its hold (zero:
 // none), so the pool lets the jobs no message will settle go then, not at some later message.
-func (p *pool) scaleSetExcessWake(now time.Time) time.Time {
+func (p *scaleSetDemand) scaleSetExcessWake(now time.Time) time.Time {
 	st := p.st.ScaleSet
 	if st == nil || st.ExcessSince.IsZero() { // only a pool under changeScaleSetStatisticsFirst has one
 		return time.Time{}
@@ -217,22 +254,15 @@ func (p *pool) scaleSetExcessWake(now time.Time) time.Time {
 
 // scaleSetStatisticsFirstOn reports whether changeScaleSetStatisticsFirst is in force; the
 // version is asked once per run, when first needed.
-func (p *pool) scaleSetStatisticsFirstOn() bool {
-	if !p.scaleSetOn() {
-		return false
-	}
-	if p.scaleSetStatisticsVersion == nil {
-		v := workflow.GetVersion(p.ctx, changeScaleSetStatisticsFirst, workflow.DefaultVersion, 1)
-		p.scaleSetStatisticsVersion = &v
-	}
-	return *p.scaleSetStatisticsVersion >= 1
+func (p *scaleSetDemand) scaleSetStatisticsFirstOn() bool {
+	return p.scaleSetOn() && p.statisticsFirst.inForce(p.ctx)
 }
 
 // markScaleSetJobsDone counts the runners a message's completed events name as leaving
 // (JobDone), as markJobsDone does for webhook pools: the runner exits after its one job, and
 // its end, which comes after its cleanup, must not count as another job done
 // (noteScaleSetRunnerEnd).
-func (p *pool) markScaleSetJobsDone(m ScaleSetMessage) {
+func (p *scaleSetDemand) markScaleSetJobsDone(m ScaleSetMessage) {
 	var names []string
 	for _, e := range m.Jobs {
 		if e.Event == ScaleSetJobCompleted && e.RunnerName != "" {
@@ -246,7 +276,7 @@ func (p *pool) markScaleSetJobsDone(m ScaleSetMessage) {
 // it at yet (ScaleSetFinishedUnseen), so the pool starts no runner for that job meanwhile. A
 // runner a message named (its job running in the ledger, or completed: JobDone) is counted
 // by the ledger already.
-func (p *pool) noteScaleSetRunnerEnd(r PoolRunner, rep RunnerStateReport) {
+func (p *scaleSetDemand) noteScaleSetRunnerEnd(r PoolRunner, rep RunnerStateReport) {
 	st := p.st.ScaleSet
 	ranJob := rep.Reason == EndReasonPodSucceeded || rep.Reason == EndReasonJobCompleted
 	if st == nil || !p.st.Spec.IsEphemeral() || rep.State != RunnerDone || !ranJob || r.JobDone ||
@@ -262,20 +292,13 @@ func (p *pool) noteScaleSetRunnerEnd(r PoolRunner, rep RunnerStateReport) {
 
 // scaleSetRanUnseenOn reports whether changeScaleSetRanUnseen is in force; the version is asked
 // once per run, when first needed.
-func (p *pool) scaleSetRanUnseenOn() bool {
-	if !p.scaleSetOn() {
-		return false
-	}
-	if p.scaleSetRanUnseenVersion == nil {
-		v := workflow.GetVersion(p.ctx, changeScaleSetRanUnseen, workflow.DefaultVersion, 1)
-		p.scaleSetRanUnseenVersion = &v
-	}
-	return *p.scaleSetRanUnseenVersion >= 1
+func (p *scaleSetDemand) scaleSetRanUnseenOn() bool {
+	return p.scaleSetOn() && p.ranUnseen.inForce(p.ctx)
 }
 
 // scaleSetFinishedWake is when the oldest finished runner's hold lapses (zero: none held), so
 // the pool starts a runner then for a job whose message never came.
-func (p *pool) scaleSetFinishedWake(now time.Time) time.Time {
+func (p *scaleSetDemand) scaleSetFinishedWake(now time.Time) time.Time {
 	st := p.st.ScaleSet
 	if st == nil {
 		return time.Time{}
@@ -292,7 +315,7 @@ func (p *pool) scaleSetFinishedWake(now time.Time) time.Time {
 // onScaleSetListenerEnded takes the listener's end: a set GitHub deleted is created again
 // (its jobs went with it, so the ledger starts over); any other end starts a listener again
 // after ScaleSetListenerRestartDelay.
-func (p *pool) onScaleSetListenerEnded(sig ScaleSetListenerEnded) {
+func (p *scaleSetDemand) onScaleSetListenerEnded(sig ScaleSetListenerEnded) {
 	st := p.st.ScaleSet
 	if st == nil || sig.ScaleSetID != st.ScaleSetID {
 		return
@@ -307,10 +330,9 @@ func (p *pool) onScaleSetListenerEnded(sig ScaleSetListenerEnded) {
 	st.RetryAt = workflow.Now(p.ctx).Add(ScaleSetListenerRestartDelay)
 }
 
-// tendScaleSet is the set's step in the pool's loop: bring the set to the spec (create or
-// adopt it), then keep a listener of it running. A pool without a scaleSet section does
-// nothing here.
-func (p *pool) tendScaleSet(now time.Time) {
+// tend is the set's step in the pool's loop: bring the set to the spec (create or adopt it),
+// then keep a listener of it running.
+func (p *scaleSetDemand) tend(now time.Time) {
 	if !p.scaleSetOn() {
 		p.st.ScaleSet = nil
 		return
@@ -322,7 +344,7 @@ func (p *pool) tendScaleSet(now time.Time) {
 	if !st.ExcessSince.IsZero() && !now.Before(st.ExcessSince.Add(ScaleSetLedgerExcessHold)) {
 		p.boundScaleSetLedger(now)
 	}
-	if p.scaleSetBusy || now.Before(st.RetryAt) {
+	if p.working || now.Before(st.RetryAt) {
 		return
 	}
 	in := p.scaleSetEnsureInput()
@@ -340,12 +362,12 @@ func (p *pool) tendScaleSet(now time.Time) {
 
 // tellListenerCapacity sends the listener the pool's new maximum (an apply, a scale, an
 // override). A signal that fails is sent again at the next iteration.
-func (p *pool) tellListenerCapacity(maxRunners int) {
+func (p *scaleSetDemand) tellListenerCapacity(maxRunners int) {
 	id := p.st.ScaleSet.ScaleSetID
-	p.scaleSetBusy = true
+	p.working = true
 	p.inflight++
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.scaleSetBusy, p.changed = false, true; p.inflight-- }()
+		defer func() { p.working, p.changed = false, true; p.inflight-- }()
 		err := workflow.SignalExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, id), "",
 			SignalScaleSetCapacity, ScaleSetCapacity{MaxCapacity: maxRunners}).Get(ctx, nil)
 		st := p.st.ScaleSet
@@ -360,14 +382,14 @@ func (p *pool) tellListenerCapacity(maxRunners int) {
 }
 
 // scaleSetWake is when the set is tried again after a failure (zero: nothing due).
-func (p *pool) scaleSetWake() time.Time {
-	if st := p.st.ScaleSet; st != nil && !p.scaleSetBusy {
+func (p *scaleSetDemand) scaleSetWake() time.Time {
+	if st := p.st.ScaleSet; st != nil && !p.working {
 		return st.RetryAt
 	}
 	return time.Time{}
 }
 
-func (p *pool) scaleSetEnsureInput() EnsureScaleSetInput {
+func (p *scaleSetDemand) scaleSetEnsureInput() EnsureScaleSetInput {
 	spec := p.st.Spec
 	return EnsureScaleSetInput{
 		Scope: spec.Scope(), RunnerGroup: spec.RunnerGroup,
@@ -384,10 +406,10 @@ func scaleSetKey(in EnsureScaleSetInput) string {
 // ensureScaleSet creates or adopts the set beside the loop. A set that is another than the
 // one listened to (the spec names another) ends the old listener; its messages are ignored
 // from then on, and its jobs start over with the new set's.
-func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
-	p.scaleSetBusy = true
+func (p *scaleSetDemand) ensureScaleSet(in EnsureScaleSetInput, key string) {
+	p.working = true
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.scaleSetBusy, p.changed = false, true }()
+		defer func() { p.working, p.changed = false, true }()
 		out, err := runActivity[EnsureScaleSetInput, EnsureScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityEnsureScaleSet, in)
 		st := p.st.ScaleSet
 		if st == nil {
@@ -417,7 +439,7 @@ func (p *pool) ensureScaleSet(in EnsureScaleSetInput, key string) {
 // leaveScaleSet ends the listener of a set the pool moved on from (the spec names another
 // set, scope or group) and deletes that set at GitHub unless the spec keeps it. Best effort:
 // a set left behind is GitHub's to expire, and the operator's to delete.
-func (p *pool) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
+func (p *scaleSetDemand) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
 	if old.Listening {
 		err := workflow.RequestCancelExternalWorkflow(ctx, ScaleSetListenerWorkflowID(p.st.Spec.Name, old.ScaleSetID), "").Get(ctx, nil)
 		if err != nil {
@@ -444,7 +466,7 @@ func (p *pool) leaveScaleSet(ctx workflow.Context, old PoolScaleSetState) {
 
 // deleteScaleSet deletes a set at GitHub. Best effort: a set left behind is GitHub's to
 // expire, and the operator's to delete.
-func (p *pool) deleteScaleSet(ctx workflow.Context, scope Scope, id int64) {
+func (p *scaleSetDemand) deleteScaleSet(ctx workflow.Context, scope Scope, id int64) {
 	in := DeleteScaleSetInput{Scope: scope, ScaleSetID: id}
 	if _, err := runActivity[DeleteScaleSetInput, DeleteScaleSetOutput](ctx, ScaleSetActivityPolicy, ActivityDeleteScaleSet, in); err != nil {
 		p.logger.Warn("Old scale set not deleted", "scaleSet", id, "error", err)
@@ -453,16 +475,16 @@ func (p *pool) deleteScaleSet(ctx workflow.Context, scope Scope, id int64) {
 
 // leftSetDue is the first set the pool left whose runners have all ended, or were removed by
 // an operator (-1: none).
-func (p *pool) leftSetDue() int {
+func (p *scaleSetDemand) leftSetDue() int {
 	return slices.IndexFunc(p.st.ScaleSet.Left, func(l LeftScaleSet) bool { return !p.anyRunnerOf(l.Runners) })
 }
 
 // deleteLeftScaleSet deletes the i-th set the pool left, beside the loop.
-func (p *pool) deleteLeftScaleSet(i int) {
+func (p *scaleSetDemand) deleteLeftScaleSet(i int) {
 	left := p.st.ScaleSet.Left[i]
-	p.scaleSetBusy = true
+	p.working = true
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.scaleSetBusy, p.changed = false, true }()
+		defer func() { p.working, p.changed = false, true }()
 		p.deleteScaleSet(ctx, left.Scope, left.ScaleSetID)
 		if st := p.st.ScaleSet; st != nil {
 			st.Left = slices.DeleteFunc(st.Left, func(l LeftScaleSet) bool { return l.ScaleSetID == left.ScaleSetID })
@@ -474,7 +496,7 @@ func (p *pool) deleteLeftScaleSet(i int) {
 }
 
 // anyRunnerOf reports whether any of the named runners is still the pool's and not ended.
-func (p *pool) anyRunnerOf(names []string) bool {
+func (p *scaleSetDemand) anyRunnerOf(names []string) bool {
 	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool {
 		return !r.State.Terminal() && slices.Contains(names, r.Name)
 	})
@@ -482,16 +504,16 @@ func (p *pool) anyRunnerOf(names []string) bool {
 
 // startScaleSetListener starts the set's listener as a child that outlives the pool's run
 // (ABANDON). A listener of this set already running (started by an earlier run) is the one.
-func (p *pool) startScaleSetListener(now time.Time) {
+func (p *scaleSetDemand) startScaleSetListener(now time.Time) {
 	st := p.st.ScaleSet
 	in := ScaleSetListenerInput{
 		Pool: p.st.Spec.Name, Scope: p.st.Spec.Scope(), ScaleSetID: st.ScaleSetID, MaxCapacity: p.bounds(now).Max,
 		ContinueAsNewAfter: p.listenerCANAfter,
 	}
-	p.scaleSetBusy = true
+	p.working = true
 	p.inflight++
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		defer func() { p.scaleSetBusy, p.changed = false, true; p.inflight-- }()
+		defer func() { p.working, p.changed = false, true; p.inflight-- }()
 		cctx := workflow.WithChildOptions(ctx, ScaleSetListenerChildPolicy(ScaleSetListenerWorkflowID(in.Pool, in.ScaleSetID)))
 		err := workflow.ExecuteChildWorkflow(cctx, ScaleSetListenerWorkflowType, in).GetChildWorkflowExecution().Get(ctx, nil)
 		if st := p.st.ScaleSet; st == nil || st.ScaleSetID != in.ScaleSetID {
@@ -512,18 +534,11 @@ func isAlreadyStarted(err error) bool {
 	return errors.As(err, &started)
 }
 
-// demandDecision is what replaces the reservations' count in Decide: a scale set's demand,
-// or the pull's; nil for a pool that has neither.
-func (p *pool) demandDecision(now time.Time) *Demand {
-	if d := p.scaleSetDecision(now); d != nil {
-		return d
-	}
-	return p.pullDecision(now)
-}
-
-// scaleSetDecision is a scale-set pool's demand for Decide: the set's jobs, each once (or
-// GitHub's assigned count when higher), plus the idle runners kept ready, within the bounds.
-func (p *pool) scaleSetDecision(now time.Time) *Demand {
+// want is a scale-set pool's demand for Decide: the set's jobs, each once (or GitHub's assigned
+// count when higher), plus the idle runners kept ready, within the bounds. While the pool has no
+// set (not created yet, or created again after GitHub deleted it) it starts no runner: a runner
+// takes its configuration from the set, and a runner of no set would serve no job.
+func (p *scaleSetDemand) want(now time.Time) *Demand {
 	st := p.st.ScaleSet
 	if !p.scaleSetOn() || st == nil {
 		return nil
@@ -539,27 +554,18 @@ func (p *pool) scaleSetDecision(now time.Time) *Demand {
 		assigned += fmt.Sprintf(" + %d acquired since", st.AcquiredSince)
 	}
 	why := fmt.Sprintf("scale set: max(jobs %d, assigned %s) - done %d + minIdle %d", st.Ledger.Jobs(), assigned, done, b.MinIdle)
-	return &Demand{Want: want, Why: why}
+	d := &Demand{Want: want, Why: why}
+	if st.ScaleSetID == 0 {
+		d.StartsHeld = "until the scale set exists"
+	}
+	return d
 }
 
-// holdStartsForScaleSet keeps a scale-set pool from starting runners while it has no set (not
-// created yet, or created again after GitHub deleted it): a runner takes its configuration from
-// the set, and a runner of no set would serve no job.
-func (p *pool) holdStartsForScaleSet(plan *Plan) {
-	if len(plan.Start) == 0 || !p.scaleSetOn() {
+// status puts the set's part in the pool's status.
+func (p *scaleSetDemand) status(out *PoolStatus) {
+	if p.st.ScaleSet == nil {
 		return
 	}
-	if st := p.st.ScaleSet; st == nil || st.ScaleSetID == 0 {
-		plan.Start = nil
-		plan.Why += "; starts held until the scale set exists"
-	}
-}
-
-// scaleSetStatus is the set's part of the pool's status.
-func (p *pool) scaleSetStatus() *PoolScaleSetState {
-	if p.st.ScaleSet == nil {
-		return nil
-	}
 	st := *p.st.ScaleSet
-	return &st
+	out.ScaleSet = &st
 }

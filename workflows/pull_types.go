@@ -228,3 +228,59 @@ func LabelsFit(poolLabels, jobLabels []string) bool {
 	}
 	return true
 }
+
+// withoutJobs is the last answers as the activity needs them: ETags and run ids, no jobs.
+func withoutJobs(repos []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(repos))
+	for _, r := range repos {
+		c := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			bare := PulledRun{RunID: run.RunID, ETag: run.ETag, Unread: run.Unread}
+			for _, pg := range run.More {
+				bare.More = append(bare.More, PulledPage{ETag: pg.ETag})
+			}
+			c.Runs = append(c.Runs, bare)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// mergePulled takes a read's answers, with the jobs of each page GitHub answered 304 for (or
+// the read had no room for) taken from the last answers.
+func mergePulled(prev, cur []PulledRepo) []PulledRepo {
+	out := make([]PulledRepo, 0, len(cur))
+	for _, r := range cur {
+		m := PulledRepo{Repository: r.Repository, Listings: r.Listings}
+		for _, run := range r.Runs {
+			last := lastRunOf(prev, r.Repository, run.RunID)
+			if run.NotModified {
+				run.Jobs, run.NotModified = last.Jobs, false
+			}
+			run.More = slices.Clone(run.More)
+			for i := range run.More {
+				if run.More[i].NotModified && i < len(last.More) {
+					run.More[i].Jobs = last.More[i].Jobs
+				}
+				run.More[i].NotModified = false
+			}
+			m.Runs = append(m.Runs, run)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func lastRunOf(prev []PulledRepo, repo string, runID int64) PulledRun {
+	for _, r := range prev {
+		if r.Repository != repo {
+			continue
+		}
+		for _, run := range r.Runs {
+			if run.RunID == runID {
+				return run
+			}
+		}
+	}
+	return PulledRun{}
+}
