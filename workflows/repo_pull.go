@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -25,114 +24,17 @@ import (
 // reservations), or PullShareResendAfter after it last did. A pool that no longer exists is
 // dropped; with no pool asking for PullShareIdleExit the workflow ends.
 func RepoPullWorkflow(ctx workflow.Context, in RepoPullInput) (RepoPullResult, error) {
-	r := &repoPull{ctx: ctx, logger: log.With(workflow.GetLogger(ctx), "repository", in.Repository)}
-	if in.State != nil {
-		r.st = *in.State
-	} else {
-		r.st = RepoPullState{Repository: in.Repository, IdleSince: workflow.Now(ctx)}
-	}
-	return RepoPullResult{}, r.run()
-}
-
-// RepoPullWorkflowType is the shared pull workflow's registered name.
-const RepoPullWorkflowType = "repo-pull"
-
-// RepoPullWorkflowID is the id of a repository's one pull workflow; GitHub's names are
-// case-insensitive, so it is lower-cased.
-func RepoPullWorkflowID(repo string) string { return "pull/" + strings.ToLower(repo) }
-
-// Signals of the shared pull.
-const (
-	// SignalPullDemand is a pool asking a repository's pull workflow for its jobs (PullDemand).
-	SignalPullDemand = "pull-demand"
-	// SignalRepoPull is the repository's pull workflow telling a pool its part (RepoPullSignal).
-	SignalRepoPull = "repo-pull"
-)
-
-// ActivityDemandRepoPull hands a pool's PullDemand to the repository's pull workflow, starting
-// it if it is not running (one signal-with-start).
-const ActivityDemandRepoPull = "DemandRepoPull"
-
-// RepoPullInput starts (or continues) a repository's pull workflow.
-type RepoPullInput struct {
-	Repository string `json:"repository"`
-	// State is set only by the workflow itself when it continues as new.
-	State *RepoPullState `json:"state,omitempty"`
-}
-
-// RepoPullResult is what the workflow returns when no pool has asked for a while.
-type RepoPullResult struct{}
-
-// PullDemand is what one pool asks of a repository's pull workflow.
-type PullDemand struct {
-	Pool string `json:"pool"`
-	// Labels are the pool's runner labels: the pool is told the jobs they fit.
-	Labels []string `json:"labels,omitempty"`
-	// Interval is how often the pool wants the repository read; zero withdraws the pool.
-	Interval time.Duration `json:"interval"`
-	// Resend asks for the pool's part with the next read even if it is unchanged.
-	Resend bool `json:"resend,omitempty"`
-}
-
-// DemandRepoPullInput is one pool's demand for one repository ("owner/repo").
-type DemandRepoPullInput struct {
-	Repository string     `json:"repository"`
-	Demand     PullDemand `json:"demand"`
-}
-
-// DemandRepoPullResult is empty: the demand was delivered.
-type DemandRepoPullResult struct{}
-
-// RepoPullSignal is one pool's part of a repository's read.
-type RepoPullSignal struct {
-	// Repo is the answer: the runs and the jobs the pool's labels fit, read at At.
-	Repo PulledRepo `json:"repo"`
-	At   time.Time  `json:"at"`
-	// Stale says no read succeeded for PullAnswerMaxAge (why): Repo is the last answer, which
-	// the pool must not count on.
-	Stale string `json:"stale,omitempty"`
-}
-
-// RepoPullState is everything the workflow knows, carried across continue-as-new.
-type RepoPullState struct {
-	Repository string         `json:"repository"`
-	Pools      []RepoPullPool `json:"pools,omitempty"`
-	// Answer is the last answer with every queued and in-progress job (and its labels).
-	Answer PulledRepo `json:"answer"`
-	// LastRead is when the last read ended (read or failed), LastOK when one last succeeded
-	// (the answer's age), LastError the last failure.
-	LastRead  time.Time `json:"lastRead,omitzero"`
-	LastOK    time.Time `json:"lastOk,omitzero"`
-	LastError string    `json:"lastError,omitempty"`
-	// Reads, Calls, NotModified and Signals count over the workflow's life.
-	Reads       int64     `json:"reads"`
-	Calls       int64     `json:"calls"`
-	NotModified int64     `json:"notModified"`
-	Signals     int64     `json:"signals"`
-	IdleSince   time.Time `json:"idleSince,omitzero"`
-}
-
-// RepoPullPool is one pool's demand and what it was last told.
-type RepoPullPool struct {
-	PullDemand
-	Sent   string    `json:"sent,omitempty"`
-	SentAt time.Time `json:"sentAt,omitzero"`
+	logger := log.With(workflow.GetLogger(ctx), "repository", in.Repository)
+	return RepoPullResult{}, servePools[PullDemand, RepoPullPool](ctx, logger, in.state(ctx), repoPullServing)
 }
 
 // NextRepoPull is when the repository is next read: the last read plus the shortest interval
 // asked (never under MinPullInterval); zero when no pool asks.
 func NextRepoPull(st RepoPullState) time.Time {
-	var shortest time.Duration
-	for _, p := range st.Pools {
-		if d := max(p.Interval, MinPullInterval); shortest == 0 || d < shortest {
-			shortest = d
-		}
-	}
-	if shortest == 0 {
-		return time.Time{}
-	}
-	return st.LastRead.Add(shortest)
+	return nextWork(st.Pools, st.LastRead, func(p RepoPullPool) time.Duration { return max(p.Interval, MinPullInterval) })
 }
+
+func (st *RepoPullState) due(time.Time) time.Time { return NextRepoPull(*st) }
 
 // RecordPullDemand applies one pool's demand: a withdrawal removes the pool, a new pool, new
 // labels or a Resend make the next read reach it.
@@ -226,106 +128,40 @@ func fitJobs(jobs []PulledJob, labels []string) []PulledJob {
 	return out
 }
 
-// repoPull is one run of a repository's pull workflow.
-type repoPull struct {
-	ctx     workflow.Context
-	st      RepoPullState
-	logger  log.Logger
-	changed bool
-	demands demandSignals[PullDemand]
-	reads   int
-}
-
-func (r *repoPull) run() error {
-	if err := workflow.SetQueryHandler(r.ctx, QueryStatus, func() (RepoPullState, error) { return r.st, nil }); err != nil {
-		return err
-	}
-	r.demands = listenForDemands(r.ctx, SignalPullDemand, r.record)
-	for {
-		now := workflow.Now(r.ctx)
-		r.changed = false
-		if due := NextRepoPull(r.st); !due.IsZero() && !now.Before(due) {
-			r.read()
-			continue
-		}
-		if len(r.st.Pools) == 0 && !now.Before(r.st.IdleSince.Add(PullShareIdleExit)) {
-			if !r.demands.drain() {
-				return nil
-			}
-			continue
-		}
-		if workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() || r.reads >= PullShareReadsPerRun {
-			r.demands.drain()
-			st := r.st
-			return workflow.NewContinueAsNewError(r.ctx, RepoPullWorkflowType, RepoPullInput{Repository: st.Repository, State: &st})
-		}
-		if err := r.wait(now); err != nil {
-			return err
-		}
-	}
-}
-
-func (r *repoPull) record(d PullDemand) {
-	r.st.Pools = RecordPullDemand(r.st.Pools, d)
-	if len(r.st.Pools) == 0 {
-		r.st.IdleSince = workflow.Now(r.ctx)
-	}
-	r.changed = true
-}
-
-// wait blocks until a demand arrives or the next read (or the idle exit) is due.
-func (r *repoPull) wait(now time.Time) error {
-	wake := NextRepoPull(r.st)
-	if len(r.st.Pools) == 0 {
-		wake = r.st.IdleSince.Add(PullShareIdleExit)
-	}
-	return awaitWake(r.ctx, now, wake, func() bool { return r.changed })
-}
-
-// read reads the repository once (every job, whatever its labels) and tells each pool its part.
-func (r *repoPull) read() {
-	in := PullJobsInput{Pool: RepoPullWorkflowID(r.st.Repository), Repos: []string{r.st.Repository},
-		AllLabels: true, Last: withoutJobs([]PulledRepo{r.st.Answer})}
+// work reads the repository once (every job, whatever its labels) and returns each pool's part
+// to tell it.
+func (st *RepoPullState) work(ctx workflow.Context, logger log.Logger) []poolPart {
+	in := PullJobsInput{Pool: RepoPullWorkflowID(st.Repository), Repos: []string{st.Repository},
+		AllLabels: true, Last: withoutJobs([]PulledRepo{st.Answer})}
 	var out PullJobsResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, PoolPullPolicy), ActivityPullJobs, in).Get(r.ctx, &out)
-	now := workflow.Now(r.ctx)
-	r.st.LastRead, r.st.LastError = now, ""
-	r.st.Reads++
-	r.reads++
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, PoolPullPolicy), ActivityPullJobs, in).Get(ctx, &out)
+	now := workflow.Now(ctx)
+	st.LastRead, st.LastError = now, ""
+	st.Reads++
 	switch {
 	case err != nil:
-		r.st.LastError = err.Error()
-		r.logger.Warn("Shared pull failed", "error", err)
+		st.LastError = err.Error()
+		logger.Warn("Shared pull failed", "error", err)
 	case len(out.Repos) == 1:
-		r.st.Calls += int64(out.Calls)
-		r.st.NotModified += int64(out.NotModified)
-		r.st.Answer = mergePulled([]PulledRepo{r.st.Answer}, out.Repos)[0]
-		r.st.LastOK = now
+		st.Calls += int64(out.Calls)
+		st.NotModified += int64(out.NotModified)
+		st.Answer = mergePulled([]PulledRepo{st.Answer}, out.Repos)[0]
+		st.LastOK = now
 		if !out.ReadAt.IsZero() {
-			r.st.LastOK = out.ReadAt
+			st.LastOK = out.ReadAt
 		}
 	}
-	r.tell(SplitRepoPull(r.st, now), now)
+	sends := SplitRepoPull(*st, now)
+	parts := make([]poolPart, len(sends))
+	for i, s := range sends {
+		parts[i] = poolPart{Pool: s.Pool, Digest: s.Digest, Arg: s.Signal}
+	}
+	st.Signals += int64(len(parts))
+	return parts
 }
 
-// tell signals each pool its part, all at once, and drops the pools that no longer exist.
-func (r *repoPull) tell(sends []RepoPullSend, now time.Time) {
-	signals := make([]poolSignal, len(sends))
-	for i, s := range sends {
-		signals[i] = poolSignal{Pool: s.Pool, Arg: s.Signal}
-	}
-	r.st.Signals += int64(len(sends))
-	signalPools(r.ctx, SignalRepoPull, signals, func(i int, err error) {
-		j := slices.IndexFunc(r.st.Pools, func(p RepoPullPool) bool { return p.Pool == sends[i].Pool })
-		switch {
-		case j < 0: // withdrew meanwhile
-		case poolGone(err):
-			r.logger.Info("Pool no longer exists; dropped from the repository's pull", "pool", sends[i].Pool)
-			r.record(PullDemand{Pool: sends[i].Pool})
-		case err != nil:
-			r.logger.Warn("Pull signal to pool failed", "pool", sends[i].Pool, "error", err)
-		default:
-			r.st.Pools[j].Sent, r.st.Pools[j].SentAt = sends[i].Digest, now
-		}
-	})
+// continueAsNew hands the state to the workflow's next run.
+func (st *RepoPullState) continueAsNew(ctx workflow.Context) error {
+	next := *st
+	return workflow.NewContinueAsNewError(ctx, RepoPullWorkflowType, RepoPullInput{Repository: st.Repository, State: &next})
 }

@@ -27,100 +27,8 @@ import (
 // Handlers only record demands; the loop lists, signals, and continues as new when the server
 // suggests it or after ScopeListingListingsPerRun listings, carrying ScopeListingState.
 func ScopeListingWorkflow(ctx workflow.Context, in ScopeListingInput) (ScopeListingResult, error) {
-	l := &scopeListing{ctx: ctx, logger: log.With(workflow.GetLogger(ctx), "scope", in.Scope.String())}
-	if in.State != nil {
-		l.st = *in.State
-	} else {
-		l.st = ScopeListingState{Scope: in.Scope, IdleSince: workflow.Now(ctx)}
-	}
-	return ScopeListingResult{}, l.run()
-}
-
-// ScopeListingWorkflowType is the scope listing workflow's registered name.
-const ScopeListingWorkflowType = "scope-listing"
-
-// ScopeListingWorkflowID is the id of a scope's one listing workflow. GitHub's owner,
-// repository and enterprise names are case-insensitive, so the id is lower-cased.
-func ScopeListingWorkflowID(s Scope) string { return "listing/" + strings.ToLower(s.String()) }
-
-// Signals of the scope listing workflow and of the pool.
-const (
-	// SignalListingDemand is a pool asking its scope's listing workflow for listings
-	// (ListingDemand).
-	SignalListingDemand = "listing-demand"
-	// SignalScopeListing is the scope's listing workflow telling a pool its runners as GitHub
-	// lists them (ScopeListingSignal).
-	SignalScopeListing = "scope-listing"
-)
-
-// ActivityDemandScopeListing hands a pool's ListingDemand to its scope's listing workflow,
-// starting that workflow if it is not running (one signal-with-start).
-const ActivityDemandScopeListing = "DemandScopeListing"
-
-// ScopeListingInput starts (or continues) a scope's listing workflow.
-type ScopeListingInput struct {
-	Scope Scope `json:"scope"`
-	// State is set only by the workflow itself when it continues as new.
-	State *ScopeListingState `json:"state,omitempty"`
-}
-
-// ScopeListingResult is what the listing workflow returns when no pool has asked for a while.
-type ScopeListingResult struct{}
-
-// ListingDemand is what one pool asks of its scope's listing.
-type ListingDemand struct {
-	Pool string `json:"pool"`
-	// Interval is how often the pool wants its runners listed at rest; zero withdraws the pool.
-	Interval time.Duration `json:"interval"`
-	// FastUntil: until then the pool wants the short interval (ScopeListingIntervalStarting),
-	// because runners are registering and the listing is how they are seen online.
-	FastUntil time.Time `json:"fastUntil,omitzero"`
-	// Resend asks for the pool's runners with the next listing even if the workflow believes
-	// the pool has them (a pool that has not heard from this scope yet, or a new pool of the
-	// same name).
-	Resend bool `json:"resend,omitempty"`
-}
-
-// DemandScopeListingInput is one pool's demand for one scope.
-type DemandScopeListingInput struct {
-	Scope  Scope         `json:"scope"`
-	Demand ListingDemand `json:"demand"`
-}
-
-// DemandScopeListingResult is empty: the demand was delivered.
-type DemandScopeListingResult struct{}
-
-// ScopeListingSignal is one pool's part of a scope listing: the runners listed under the pool's
-// name, sorted by name.
-type ScopeListingSignal struct {
-	Scope   Scope           `json:"scope"`
-	At      time.Time       `json:"at"`
-	Runners []RunnerListing `json:"runners,omitempty"`
-}
-
-// ScopeListingState is everything the listing workflow knows, carried across continue-as-new.
-type ScopeListingState struct {
-	Scope Scope `json:"scope"`
-	// Pools are the pools asking, sorted by name.
-	Pools []ScopeListingPool `json:"pools,omitempty"`
-	// LastListing is when the last listing ended (listed or failed); LastError its error.
-	LastListing time.Time `json:"lastListing,omitzero"`
-	LastError   string    `json:"lastError,omitempty"`
-	// Listings and Signals count this workflow's listings and signals to pools over its life.
-	Listings int64 `json:"listings"`
-	Signals  int64 `json:"signals"`
-	// IdleSince is when the last pool withdrew (or the workflow started without one).
-	IdleSince time.Time `json:"idleSince,omitzero"`
-}
-
-// ScopeListingPool is one pool's demand and what the workflow last sent it.
-type ScopeListingPool struct {
-	ListingDemand
-	// Sent is the digest of the runners last sent to the pool ("" for none yet), SentAt when.
-	Sent   string    `json:"sent,omitempty"`
-	SentAt time.Time `json:"sentAt,omitzero"`
-	// Listed is how many runners the pool had in the last listing.
-	Listed int `json:"listed"`
+	logger := log.With(workflow.GetLogger(ctx), "scope", in.Scope.String())
+	return ScopeListingResult{}, servePools[ListingDemand, ScopeListingPool](ctx, logger, in.state(ctx), scopeListingServing)
 }
 
 // interval is the pool's wanted interval at now.
@@ -134,17 +42,10 @@ func (p ScopeListingPool) interval(now time.Time) time.Duration {
 // NextScopeListing is when the scope is next listed: the last listing plus the shortest
 // interval any pool wants now; zero when no pool asks.
 func NextScopeListing(st ScopeListingState, now time.Time) time.Time {
-	var shortest time.Duration
-	for _, p := range st.Pools {
-		if d := p.interval(now); d > 0 && (shortest == 0 || d < shortest) {
-			shortest = d
-		}
-	}
-	if shortest == 0 {
-		return time.Time{}
-	}
-	return st.LastListing.Add(shortest)
+	return nextWork(st.Pools, st.LastListing, func(p ScopeListingPool) time.Duration { return p.interval(now) })
 }
+
+func (st *ScopeListingState) due(now time.Time) time.Time { return NextScopeListing(*st, now) }
 
 // RecordDemand applies one pool's demand to the table: a withdrawal removes the pool, a new
 // pool or a Resend makes the next listing reach it whatever it holds.
@@ -207,103 +108,35 @@ func listingDigest(runners []RunnerListing) string {
 	return strconv.Itoa(len(runners)) + ":" + strconv.FormatUint(h.Sum64(), 16)
 }
 
-// scopeListing is one run of a scope's listing workflow.
-type scopeListing struct {
-	ctx     workflow.Context
-	st      ScopeListingState
-	logger  log.Logger
-	changed bool
-	demands demandSignals[ListingDemand]
-	runs    int
-}
-
-func (l *scopeListing) run() error {
-	if err := workflow.SetQueryHandler(l.ctx, QueryStatus, func() (ScopeListingState, error) { return l.st, nil }); err != nil {
-		return err
-	}
-	l.demands = listenForDemands(l.ctx, SignalListingDemand, l.record)
-	for {
-		now := workflow.Now(l.ctx)
-		l.changed = false
-		if due := NextScopeListing(l.st, now); !due.IsZero() && !now.Before(due) {
-			l.list()
-			continue
-		}
-		if len(l.st.Pools) == 0 && !now.Before(l.st.IdleSince.Add(ScopeListingIdleExit)) {
-			if !l.demands.drain() {
-				return nil // no pool asked for a while: the next demand starts a new run
-			}
-			continue
-		}
-		if workflow.GetInfo(l.ctx).GetContinueAsNewSuggested() || l.runs >= ScopeListingListingsPerRun {
-			l.demands.drain()
-			st := l.st
-			return workflow.NewContinueAsNewError(l.ctx, ScopeListingWorkflowType, ScopeListingInput{Scope: st.Scope, State: &st})
-		}
-		if err := l.wait(now); err != nil {
-			return err
-		}
-	}
-}
-
-// record applies one demand.
-func (l *scopeListing) record(d ListingDemand) {
-	l.st.Pools = RecordDemand(l.st.Pools, d)
-	if len(l.st.Pools) == 0 {
-		l.st.IdleSince = workflow.Now(l.ctx)
-	}
-	l.changed = true
-}
-
-// wait blocks until a demand arrives or the next listing (or the idle exit) is due.
-func (l *scopeListing) wait(now time.Time) error {
-	wake := NextScopeListing(l.st, now)
-	if len(l.st.Pools) == 0 {
-		wake = l.st.IdleSince.Add(ScopeListingIdleExit)
-	}
-	return awaitWake(l.ctx, now, wake, func() bool { return l.changed })
-}
-
-// list lists the scope once and tells each pool what concerns it.
-func (l *scopeListing) list() {
-	in := ListRunnersInput{Scope: l.st.Scope}
+// work lists the scope once and returns what concerns each pool, to tell it.
+func (st *ScopeListingState) work(ctx workflow.Context, logger log.Logger) []poolPart {
+	in := ListRunnersInput{Scope: st.Scope}
 	var asked []string
-	for _, p := range l.st.Pools {
+	for _, p := range st.Pools {
 		asked = append(asked, p.Pool)
 		in.NamePrefixes = append(in.NamePrefixes, p.Pool+"-")
 	}
 	var res ListRunnersResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(l.ctx, ScopeListingPolicy), ActivityListRunners, in).Get(l.ctx, &res)
-	now := workflow.Now(l.ctx)
-	l.st.LastListing, l.st.LastError = now, ""
-	l.st.Listings++
-	l.runs++
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ScopeListingPolicy), ActivityListRunners, in).Get(ctx, &res)
+	now := workflow.Now(ctx)
+	st.LastListing, st.LastError = now, ""
+	st.Listings++
 	if err != nil {
-		l.st.LastError = err.Error()
-		l.logger.Warn("Scope runner listing failed", "error", err)
-		return
+		st.LastError = err.Error()
+		logger.Warn("Scope runner listing failed", "error", err)
+		return nil
 	}
-	l.tell(SplitScopeListing(l.st.Pools, asked, res.Runners, now), now)
+	sends := SplitScopeListing(st.Pools, asked, res.Runners, now)
+	parts := make([]poolPart, len(sends))
+	for i, s := range sends {
+		parts[i] = poolPart{Pool: s.Pool, Digest: s.Digest, Arg: ScopeListingSignal{Scope: st.Scope, At: now, Runners: s.Runners}}
+	}
+	st.Signals += int64(len(parts))
+	return parts
 }
 
-// tell signals each pool its part, all at once, and drops the pools that no longer exist.
-func (l *scopeListing) tell(sends []PoolListingSend, now time.Time) {
-	signals := make([]poolSignal, len(sends))
-	for i, s := range sends {
-		signals[i] = poolSignal{Pool: s.Pool, Arg: ScopeListingSignal{Scope: l.st.Scope, At: now, Runners: s.Runners}}
-	}
-	l.st.Signals += int64(len(sends))
-	signalPools(l.ctx, SignalScopeListing, signals, func(i int, err error) {
-		j := slices.IndexFunc(l.st.Pools, func(p ScopeListingPool) bool { return p.Pool == sends[i].Pool })
-		switch {
-		case j < 0: // withdrew meanwhile
-		case poolGone(err):
-			l.logger.Info("Pool no longer exists; dropped from the scope's listing", "pool", sends[i].Pool)
-			l.record(ListingDemand{Pool: sends[i].Pool})
-		case err != nil:
-			l.logger.Warn("Listing signal to pool failed", "pool", sends[i].Pool, "error", err)
-		default:
-			l.st.Pools[j].Sent, l.st.Pools[j].SentAt = sends[i].Digest, now
-		}
-	})
+// continueAsNew hands the state to the workflow's next run.
+func (st *ScopeListingState) continueAsNew(ctx workflow.Context) error {
+	next := *st
+	return workflow.NewContinueAsNewError(ctx, ScopeListingWorkflowType, ScopeListingInput{Scope: st.Scope, State: &next})
 }
