@@ -73,29 +73,12 @@ const (
 	// ReconcileWorkflowType removes what runner workflows left behind (ReconcileWorkflow); the
 	// Temporal Schedule ReconcileScheduleID starts one every interval.
 	ReconcileWorkflowType = "reconcile"
+	// ScopeListingWorkflowType lists a scope's runners for its pools (ScopeListingWorkflow).
+	ScopeListingWorkflowType = "scope-listing"
+	// RepoPullWorkflowType reads a repository's jobs for the pools that pull it
+	// (RepoPullWorkflow).
+	RepoPullWorkflowType = "repo-pull"
 )
-
-// Definition is one workflow a worker registers: its type name and function.
-type Definition struct {
-	Name string
-	Fn   any
-	// LivesWithItsRunner marks the runner workflow, which Worker Versioning pins to the build
-	// that started it; the others move to the current build at their next task.
-	LivesWithItsRunner bool
-}
-
-// Definitions are every workflow the worker registers, by its explicit type name. The replay
-// test has a recorded history for each.
-var Definitions = []Definition{
-	{Name: RunnerWorkflowType, Fn: RunnerWorkflow, LivesWithItsRunner: true},
-	{Name: PoolWorkflowType, Fn: PoolWorkflow},
-	{Name: ScaleWindowWorkflowType, Fn: ScaleWindowWorkflow},
-	{Name: ReconcileWorkflowType, Fn: ReconcileWorkflow},
-	{Name: ScopeListingWorkflowType, Fn: ScopeListingWorkflow},
-	{Name: RepoPullWorkflowType, Fn: RepoPullWorkflow},
-	{Name: UnmatchedJobsWorkflowType, Fn: UnmatchedJobsWorkflow},
-	{Name: ScaleSetListenerWorkflowType, Fn: ScaleSetListenerWorkflow},
-}
 
 // ReconcileScheduleID is the one Temporal Schedule of a deployment (a Temporal namespace) that
 // starts ReconcileWorkflow; the workflows it starts are named ReconcileWorkflowID plus the

@@ -43,59 +43,6 @@ const changeScaleSetAcquiredAssigned = "scaleset-acquired-assigned"
 // might still run its jobs. Asked only by a pool that leaves a set.
 const changeScaleSetLeaveAfterRunners = "scaleset-leave-after-runners"
 
-// LeftScaleSet is a set the pool moved on from, to be deleted once Runners (the pool's
-// runners when it left, each the old set's) have ended.
-type LeftScaleSet struct {
-	ScaleSetID int64    `json:"scaleSetID"`
-	Scope      Scope    `json:"scope"`
-	Runners    []string `json:"runners,omitempty"`
-}
-
-// PoolScaleSetState is a scale-set pool's hold on its set: which set, whether its listener
-// runs, and what the set's messages said. Carried across continue-as-new.
-type PoolScaleSetState struct {
-	// Key is the set's description (EnsureScaleSetInput as JSON) the set was last brought to;
-	// an applied spec that describes it otherwise brings it there again.
-	Key        string `json:"key,omitempty"`
-	ScaleSetID int64  `json:"scaleSetID,omitempty"`
-	// Listening: a listener of ScaleSetID was started and has not said it ended; ListenerMax
-	// is the maximum it was last told, which it reports to the service.
-	Listening   bool `json:"listening,omitempty"`
-	ListenerMax int  `json:"listenerMax,omitempty"`
-	// SessionID is the session of the last message handed over.
-	SessionID string `json:"sessionID,omitempty"`
-	// Ledger holds the set's jobs, each once; Statistics and MessageAt are the last message's.
-	Ledger     ScaleSetLedger     `json:"ledger"`
-	Statistics ScaleSetStatistics `json:"statistics"`
-	MessageAt  time.Time          `json:"messageAt,omitzero"`
-	// AcquiredSince counts the jobs the listener acquired after Statistics were taken: the
-	// service assigned them since, so they count on top of its assigned count until newer
-	// statistics arrive (assignedNow).
-	AcquiredSince int `json:"acquiredSince,omitempty"`
-	// Finished are the pool's runners that ended after running a job while no message had
-	// named them yet (ScaleSetFinishedUnseen): each one's job is still open in the ledger.
-	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
-	// CursorSession is the session whose message the ledger's cursor names.
-	CursorSession string `json:"cursorSession,omitempty"`
-	// ExcessSince is when the ledger began to count more open jobs than the statistics'
-	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
-	ExcessSince time.Time `json:"excessSince,omitzero"`
-	// NameOnlyLabels: the service kept only the set's name as its label when the pool last
-	// brought the set to the spec (GHES without custom scale-set labels); the spec's other
-	// labels route no job to it. The pool brings the set to the spec only when the spec
-	// changes it (Key), so such a service is not asked again at every iteration.
-	NameOnlyLabels bool `json:"nameOnlyLabels,omitempty"`
-	// Left are sets the pool moved on from, waiting for their runners to end before they are
-	// deleted.
-	Left []LeftScaleSet `json:"left,omitempty"`
-	// Recreated counts the sets created again after GitHub deleted them.
-	Recreated int `json:"recreated,omitempty"`
-	// Error is the last failure to bring the set up, or the last listener's end; RetryAt is
-	// when the pool tries again.
-	Error   string    `json:"error,omitempty"`
-	RetryAt time.Time `json:"retryAt,omitzero"`
-}
-
 // scaleSetDemand is the demand of a scale-set pool: the set's jobs as its messages tell them
 // (the ledger, ScaleSetLedger) and GitHub's statistics, handed over by the set's listener
 // (ScaleSetListenerWorkflow), which this source keeps running. A run of a history from before

@@ -7,9 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// RepoPullWorkflowType is the shared pull workflow's registered name.
-const RepoPullWorkflowType = "repo-pull"
-
 // RepoPullWorkflowID is the id of a repository's one pull workflow; GitHub's names are
 // case-insensitive, so it is lower-cased.
 func RepoPullWorkflowID(repo string) string { return "pull/" + strings.ToLower(repo) }

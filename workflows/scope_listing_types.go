@@ -7,9 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// ScopeListingWorkflowType is the scope listing workflow's registered name.
-const ScopeListingWorkflowType = "scope-listing"
-
 // ScopeListingWorkflowID is the id of a scope's one listing workflow. GitHub's owner,
 // repository and enterprise names are case-insensitive, so the id is lower-cased.
 func ScopeListingWorkflowID(s Scope) string { return "listing/" + strings.ToLower(s.String()) }
