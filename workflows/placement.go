@@ -126,7 +126,7 @@ func place(clusters []string, probes []ClusterProbe) (Placement, bool) {
 // placeBatch probes the pool's clusters in order until one answers and places runners there.
 // A pool with no clusters places nothing (its runners use the default cluster), issuing no
 // command.
-func (p *pool) placeBatch(ctx workflow.Context, runners []RunnerInput) []RunnerInput {
+func (p *poolRun) placeBatch(ctx workflow.Context, runners []RunnerInput) []RunnerInput {
 	clusters := p.st.Spec.Clusters
 	if len(clusters) == 0 || workflow.GetVersion(ctx, changeClusterPlacement, workflow.DefaultVersion, 1) < 1 {
 		return runners
@@ -198,7 +198,7 @@ func runnersByCluster(clusters []string, runners []PoolRunner) []ClusterRunners 
 // recordClusterMetrics publishes runners per cluster (runnerflow_pool_cluster_runners) for a
 // pool that names clusters; cluster names come from pool specs that workers serve, so the
 // label stays bounded.
-func (p *pool) recordClusterMetrics() {
+func (p *poolRun) recordClusterMetrics() {
 	byCluster := runnersByCluster(p.st.Spec.Clusters, p.st.Runners)
 	if len(byCluster) == 0 {
 		return

@@ -28,49 +28,8 @@ func PoolWorkflow(ctx workflow.Context, in PoolInput) (PoolResult, error) {
 	return PoolResult{}, p.run()
 }
 
-// pool is one run of a pool workflow. Only st is carried across continue-as-new; the rest
-// is this run's bookkeeping.
-type pool struct {
-	ctx    workflow.Context
-	st     PoolState
-	logger log.Logger
-	// canAfter and iterations implement PoolInput.ContinueAsNewAfter, listenerCANAfter
-	// PoolInput.ListenerContinueAsNewAfter.
-	canAfter         int
-	iterations       int
-	listenerCANAfter int
-	// changed is set by every handler and completion; the loop waits for it.
-	changed bool
-	// inflight counts child starts and signals to runners not yet acknowledged; listing is
-	// true while a runner listing runs, checking while a runner workflow check runs,
-	// jobChecking while reserved jobs are read at GitHub. Continue-as-new waits for all four.
-	inflight    int
-	listing     bool
-	checking    bool
-	jobChecking bool
-	// warmBusy names the warm registrations with a call under way; warmWake is when the next
-	// one is due for refresh.
-	warmBusy []string
-	warmWake time.Time
-	// warmApart is changeWarmApart's gate (asked by tendWarm); warmSpentBusy is true while
-	// spent warm Secrets are being removed.
-	warmApart     bool
-	warmSpentBusy bool
-	// plan is the last decision, for QueryStatus.
-	plan Plan
-	// drainers receive what is left in the signal channels before continue-as-new.
-	drainers []func() bool
-	// lean is changeLeanRunners' gate, read once per run.
-	lean bool
-	// timer is the pending wake-up kept across iterations (changeLeanRunners).
-	timer *poolTimer
-	// demand is where the pool learns what its runners are needed for beyond its reservations
-	// (pool_demand.go), chosen from the spec when the run starts.
-	demand demandSource
-}
-
-func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
-	p := &pool{ctx: ctx, canAfter: in.ContinueAsNewAfter, listenerCANAfter: in.ListenerContinueAsNewAfter}
+func newPool(ctx workflow.Context, in PoolInput) (*poolRun, error) {
+	p := &poolRun{ctx: ctx, canAfter: in.ContinueAsNewAfter, listenerCANAfter: in.ListenerContinueAsNewAfter}
 	if in.State != nil {
 		p.st = *in.State
 	} else {
@@ -98,7 +57,7 @@ func newPool(ctx workflow.Context, in PoolInput) (*pool, error) {
 }
 
 // run is the pool's life: set up handlers, then decide, act, and wait for the next change.
-func (p *pool) run() error {
+func (p *poolRun) run() error {
 	p.lean = workflow.GetVersion(p.ctx, changeLeanRunners, workflow.DefaultVersion, 1) >= 1
 	if err := p.registerHandlers(); err != nil {
 		return err
@@ -116,6 +75,7 @@ func (p *pool) run() error {
 			return err
 		}
 		p.pruneReservations(now)
+		p.followSpec()
 		p.demand.tend(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
@@ -135,13 +95,7 @@ func (p *pool) run() error {
 	}
 }
 
-// bounds are the min, max and minIdle in force at now.
-func (p *pool) bounds(now time.Time) Bounds {
-	b, _, _ := effectiveBounds(p.st.Spec, p.st.Scale, now)
-	return b
-}
-
-func (p *pool) decide(now time.Time) Plan {
+func (p *poolRun) decide(now time.Time) Plan {
 	elsewhere := 0
 	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		elsewhere = p.busyElsewhere(now)
@@ -163,100 +117,11 @@ func (p *pool) decide(now time.Time) Plan {
 	})
 }
 
-// runnersKnowJobs is true once a runner reported its job (runner code that reports jobs).
-func (p *pool) runnersKnowJobs() bool {
-	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.JobID != 0 })
-}
-
-// busyElsewhere counts busy runners whose job holds no active reservation here: another pool's
-// job (its labels fit this pool's runners too), one whose queued event has not arrived yet, or
-// one that outlived its reservation. With the reservations, every running job is counted
-// exactly once — through its reservation or through its runner — so none of them is taken for
-// free capacity and none is counted twice.
-func (p *pool) busyElsewhere(now time.Time) int {
-	n := 0
-	for _, r := range p.st.Runners {
-		if r.JobID != 0 && r.Busy && !r.JobDone && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now) {
-			n++
-		}
-	}
-	return n
-}
-
-// pruneReservations drops expired reservations (and restarts the clocks of those waiting
-// beyond max) once one has expired, so the carried state does not grow.
-func (p *pool) pruneReservations(now time.Time) {
-	for _, r := range p.st.Reserved.Reservations {
-		if !r.ExpiresAt.After(now) {
-			p.st.Reserved, _ = ApplyReservationBatch(p.st.Reserved, ReservationBatch{}, p.reservationParams(now))
-			return
-		}
-	}
-}
-
-func (p *pool) reservationParams(now time.Time) ReservationParams {
-	params := ReservationParams{Now: now, Duration: p.st.Spec.ReservationDurationOrDefault(), MaxReplicas: p.bounds(now).Max}
-	// Asked only when a reservation would expire with no runner online for it (by either
-	// rule), so histories in which none did carry no marker.
-	served, idle, serving := p.servedJobs(), p.idleRunners(), p.servingRunners(now)
-	waitsOld := p.st.Reserved.WaitsForRunner(now, serving)
-	if !waitsOld && !p.st.Reserved.WaitsUnserved(now, served, idle) {
-		return params
-	}
-	if workflow.GetVersion(p.ctx, changeRenewUnserved, workflow.DefaultVersion, 1) >= 1 {
-		params.RenewUnserved, params.ServedJobs, params.IdleRunners = true, served, idle
-		return params
-	}
-	if waitsOld && workflow.GetVersion(p.ctx, changeReservationsWaitForRunners, workflow.DefaultVersion, 1) >= 1 {
-		params.WaitForRunners = true
-		params.ServingRunners = serving
-	}
-	return params
-}
-
-// servedJobs are the jobs that busy runners of the pool hold: their reservations are served
-// (changeRenewUnserved).
-func (p *pool) servedJobs() []int64 {
-	var jobs []int64
-	for _, r := range p.st.Runners {
-		if r.Busy && r.JobID != 0 && !r.State.Terminal() {
-			jobs = append(jobs, r.JobID)
-		}
-	}
-	return jobs
-}
-
-// idleRunners counts the runners online and free to take a job: idle, not leaving. A busy
-// runner whose job the pool does not know is not free, and is not counted for any
-// reservation either (changeRenewUnserved).
-func (p *pool) idleRunners() int {
-	n := 0
-	for _, r := range p.st.Runners {
-		if r.State == RunnerIdle && !r.Draining && !r.Removing {
-			n++
-		}
-	}
-	return n
-}
-
-// servingRunners counts the runners online to serve this pool's reservations: idle ones not
-// leaving, and busy ones whose job is not another pool's (busyElsewhere). The rule before
-// changeRenewUnserved, kept for the histories that took it.
-func (p *pool) servingRunners(now time.Time) int {
-	n := 0
-	for _, r := range p.st.Runners {
-		if (r.State == RunnerIdle || r.State == RunnerBusy) && !r.Draining && !r.Removing {
-			n++
-		}
-	}
-	return max(n-p.busyElsewhere(now), 0)
-}
-
 // nextWake is the earliest time something is due without any signal: a held-back action, a
 // reservation expiring, a scheduled override starting or ending, the next runner listing (or
 // renewing the scope listing's short interval), a warm registration's refresh, what the source
 // of demand has due.
-func (p *pool) nextWake(now time.Time) time.Time {
+func (p *poolRun) nextWake(now time.Time) time.Time {
 	candidates := []time.Time{p.plan.WakeAt, p.warmWake}
 	for _, r := range p.st.Reserved.Reservations {
 		if r.ExpiresAt.After(now) {
@@ -288,7 +153,7 @@ func soonest(times ...time.Time) time.Time {
 }
 
 // waitForChange blocks until a handler or completion records a change, or until wake.
-func (p *pool) waitForChange(wake time.Time) error {
+func (p *poolRun) waitForChange(wake time.Time) error {
 	if p.lean {
 		return p.waitWithKeptTimer(wake)
 	}
@@ -305,7 +170,7 @@ func (p *pool) waitForChange(wake time.Time) error {
 // iterations and replaced only by an earlier wake, so a burst of runner reports (one loop
 // iteration each) does not start and cancel a timer each. A kept timer that fires before the
 // wake costs one iteration that decides nothing new.
-func (p *pool) waitWithKeptTimer(wake time.Time) error {
+func (p *poolRun) waitWithKeptTimer(wake time.Time) error {
 	now := workflow.Now(p.ctx)
 	if !wake.IsZero() {
 		// A wake time already due would spin the loop; one second is far below any interval here.
@@ -333,7 +198,7 @@ type poolTimer struct {
 	cancel workflow.CancelFunc
 }
 
-func (p *pool) startTimer(d time.Duration, at time.Time) *poolTimer {
+func (p *poolRun) startTimer(d time.Duration, at time.Time) *poolTimer {
 	ctx, cancel := workflow.WithCancel(p.ctx)
 	t := &poolTimer{at: at, cancel: cancel}
 	f := workflow.NewTimer(ctx, d)
@@ -345,21 +210,21 @@ func (p *pool) startTimer(d time.Duration, at time.Time) *poolTimer {
 	return t
 }
 
-func (p *pool) stopTimer() {
+func (p *poolRun) stopTimer() {
 	if p.timer != nil {
 		p.timer.cancel()
 		p.timer = nil
 	}
 }
 
-func (p *pool) shouldContinueAsNew() bool {
+func (p *poolRun) shouldContinueAsNew() bool {
 	return workflow.GetInfo(p.ctx).GetContinueAsNewSuggested() || (p.canAfter > 0 && p.iterations >= p.canAfter)
 }
 
 // continueAsNew waits for child starts, signals, the listing, the source of demand's work and
 // update handlers in flight,
 // takes the signals still queued, and hands the whole state to the next run.
-func (p *pool) continueAsNew() error {
+func (p *poolRun) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
 		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.demand.busy() && workflow.AllHandlersFinished(p.ctx)
 	})
@@ -378,7 +243,7 @@ func (p *pool) continueAsNew() error {
 
 // syncSearchAttributes keeps the attributes the starter routes by (and the Temporal UI lists
 // by) equal to the spec, upserting only when they differ.
-func (p *pool) syncSearchAttributes() error {
+func (p *poolRun) syncSearchAttributes() error {
 	spec := p.st.Spec
 	labels := spec.lowerLabels()
 	have := workflow.GetTypedSearchAttributes(p.ctx)
@@ -413,7 +278,7 @@ func (p *pool) syncSearchAttributes() error {
 const changeEphemeralMemo = "ephemeral-in-memo"
 
 // syncMemo keeps MemoPoolEphemeral equal to the spec, upserting only when it differs.
-func (p *pool) syncMemo() error {
+func (p *poolRun) syncMemo() error {
 	if workflow.GetVersion(p.ctx, changeEphemeralMemo, workflow.DefaultVersion, 1) < 1 {
 		return nil
 	}
@@ -427,7 +292,7 @@ func (p *pool) syncMemo() error {
 }
 
 // recordMetrics publishes the pool's gauges through the replay-safe workflow metrics handler.
-func (p *pool) recordMetrics(now time.Time) {
+func (p *poolRun) recordMetrics(now time.Time) {
 	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
 	m.Gauge("runnerflow_pool_desired_runners").Update(float64(p.plan.Desired))
 	m.Gauge("runnerflow_pool_reservations").Update(float64(p.st.Reserved.Active(now)))
@@ -441,10 +306,36 @@ func (p *pool) recordMetrics(now time.Time) {
 	}
 }
 
-func (p *pool) runnersByState() map[RunnerState]int {
-	counts := map[RunnerState]int{}
-	for _, r := range p.st.Runners {
-		counts[r.State]++
+// chooseDemand picks the run's source from the spec. A pool cannot become or stop being a
+// scale set's (validateApply). A pool whose pull section was removed keeps the pull source
+// while its state holds a pull to wind down: that source withdraws its shared demands, then
+// wants nothing of its own. A webhook pool given a pull section takes it (followSpec).
+func (p *poolRun) chooseDemand() demandSource {
+	switch {
+	case p.st.Spec.IsScaleSet():
+		return newScaleSetDemand(p)
+	case p.st.Spec.Pull != nil || p.st.Pull != nil:
+		return newPullDemand(p)
 	}
-	return counts
+	return webhooksOnly{}
+}
+
+// followSpec takes, before the source tends, the pull source when an applied spec gave a
+// webhook pool a pull section; once taken it serves the rest of the run (see chooseDemand).
+// Until then the webhook source answers as the pull would: the pull has read nothing yet.
+func (p *poolRun) followSpec() {
+	if _, webhooks := p.demand.(webhooksOnly); webhooks && p.st.Spec.Pull != nil {
+		p.demand = newPullDemand(p)
+	}
+}
+
+// receiveDemandNews installs the receivers of the sources' signals in every pool, whatever its
+// source: receiving issues no command, and a signal that is not the source's still wakes the
+// loop, as it always did. Their order is the order they were installed in before the sources
+// were apart (the scale set's, then the shared pull's).
+func (p *poolRun) receiveDemandNews() {
+	receive(p, SignalScaleSetMessage, func(s ScaleSetMessageSignal) { p.demand.hear(s) })
+	receive(p, SignalScaleSetListenerEnded, func(s ScaleSetListenerEnded) { p.demand.hear(s) })
+	receive(p, SignalScaleSetSessionOpened, func(s ScaleSetSessionOpened) { p.demand.hear(s) })
+	receive(p, SignalRepoPull, func(s RepoPullSignal) { p.demand.hear(s) })
 }

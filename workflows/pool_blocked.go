@@ -65,7 +65,7 @@ type PoolBlock struct {
 
 // onRunnerBlocked records a block report. Reports are idempotent: a repeated one keeps the
 // wait's start and takes the newer message.
-func (p *pool) onRunnerBlocked(rep RunnerBlockReport) {
+func (p *poolRun) onRunnerBlocked(rep RunnerBlockReport) {
 	i := p.find(rep.Runner)
 	if i < 0 {
 		return
@@ -87,7 +87,7 @@ func (p *pool) onRunnerBlocked(rep RunnerBlockReport) {
 
 // blocks sums up the waiting runners by reason, in BlockReasons order (then any other reason in
 // the order of the runners).
-func (p *pool) blocks() []PoolBlock {
+func (p *poolRun) blocks() []PoolBlock {
 	var out []PoolBlock
 	for _, r := range p.st.Runners {
 		if r.Blocked == nil {
@@ -121,7 +121,7 @@ func blockRank(reason string) int {
 // recordBlocked publishes MetricPoolBlocked for every reason (0 when none) through the
 // replay-safe workflow metrics handler. It runs whenever the blocked set may have changed (a
 // block report, a runner's state report, a runner's end), so the gauge says what status says.
-func (p *pool) recordBlocked() {
+func (p *poolRun) recordBlocked() {
 	m := workflow.GetMetricsHandler(p.ctx).WithTags(map[string]string{"pool": p.st.Spec.Name})
 	for _, reason := range BlockReasons {
 		n := 0

@@ -46,36 +46,3 @@ type runnerEnd struct {
 	runner PoolRunner
 	report RunnerStateReport
 }
-
-// chooseDemand picks the run's source from the spec. A pool cannot become or stop being a
-// scale set's (validateApply). A pool whose pull section was removed keeps the pull source
-// while its state holds a pull to wind down: that source withdraws its shared demands, then
-// wants nothing of its own. A webhook pool given a pull section takes it (followSpec).
-func (p *pool) chooseDemand() demandSource {
-	switch {
-	case p.st.Spec.IsScaleSet():
-		return newScaleSetDemand(p)
-	case p.st.Spec.Pull != nil || p.st.Pull != nil:
-		return newPullDemand(p)
-	}
-	return webhooksOnly{}
-}
-
-// followSpec takes the source an applied spec asks for when it gives a webhook pool a pull
-// section; the pull source, once taken, serves the rest of the run (see chooseDemand).
-func (p *pool) followSpec() {
-	if _, webhooks := p.demand.(webhooksOnly); webhooks && p.st.Spec.Pull != nil {
-		p.demand = newPullDemand(p)
-	}
-}
-
-// receiveDemandNews installs the receivers of the sources' signals in every pool, whatever its
-// source: receiving issues no command, and a signal that is not the source's still wakes the
-// loop, as it always did. Their order is the order they were installed in before the sources
-// were apart (the scale set's, then the shared pull's).
-func (p *pool) receiveDemandNews() {
-	receive(p, SignalScaleSetMessage, func(s ScaleSetMessageSignal) { p.demand.hear(s) })
-	receive(p, SignalScaleSetListenerEnded, func(s ScaleSetListenerEnded) { p.demand.hear(s) })
-	receive(p, SignalScaleSetSessionOpened, func(s ScaleSetSessionOpened) { p.demand.hear(s) })
-	receive(p, SignalRepoPull, func(s RepoPullSignal) { p.demand.hear(s) })
-}

@@ -86,13 +86,13 @@ func TestChooseDemandFollowsTheSpec(t *testing.T) {
 		{"scale set", PoolState{Spec: PoolSpec{ScaleSet: &ScaleSetSpec{}}}, "scale set"},
 	}
 	for _, c := range cases {
-		p := &pool{st: c.st}
+		p := &poolRun{st: c.st}
 		if got := kind(p.chooseDemand()); got != c.want {
 			t.Errorf("%s: chose %s, want %s", c.name, got, c.want)
 		}
 	}
 
-	p := &pool{}
+	p := &poolRun{}
 	p.demand = p.chooseDemand()
 	p.st.Spec.Pull = &PullSpec{}
 	p.followSpec()

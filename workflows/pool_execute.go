@@ -47,7 +47,7 @@ func listRunners(ctx workflow.Context, in ListRunnersInput) (ListRunnersResult, 
 }
 
 // execute carries out a plan: drains first (so a rollout frees capacity), then starts.
-func (p *pool) execute(plan Plan, now time.Time) {
+func (p *poolRun) execute(plan Plan, now time.Time) {
 	if p.st.Mode == PoolPaused {
 		return
 	}
@@ -94,7 +94,7 @@ func (p *pool) execute(plan Plan, now time.Time) {
 //
 // A runner takes a warm registration when the pool holds one: it starts under that name and
 // creates its pod without a GitHub call.
-func (p *pool) start(s StartRunner, now time.Time) RunnerInput {
+func (p *poolRun) start(s StartRunner, now time.Time) RunnerInput {
 	spec := p.st.Spec
 	seq := p.st.NextSeq
 	name := RunnerName(spec.Name, p.st.Generation, seq)
@@ -126,7 +126,7 @@ func (p *pool) start(s StartRunner, now time.Time) RunnerInput {
 	return in
 }
 
-func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
+func (p *poolRun) runRunner(ctx workflow.Context, in RunnerInput) {
 	if len(in.SlotVolumes) > 0 {
 		_, err := ensureSlotClaims(ctx, p.slotClaims(in.Slot))
 		switch i := p.find(in.Name); {
@@ -176,7 +176,7 @@ func (p *pool) runRunner(ctx workflow.Context, in RunnerInput) {
 	}
 }
 
-func (p *pool) slotClaims(slot int) EnsureSlotClaimsInput {
+func (p *poolRun) slotClaims(slot int) EnsureSlotClaimsInput {
 	spec := p.st.Spec
 	in := EnsureSlotClaimsInput{Pool: spec.Name, Namespace: spec.Namespace, Slot: slot}
 	for _, t := range spec.VolumeClaimTemplates {
@@ -187,7 +187,7 @@ func (p *pool) slotClaims(slot int) EnsureSlotClaimsInput {
 
 // signal sends a signal to one runner workflow without blocking the loop. A runner workflow
 // that no longer exists has ended without the pool hearing of it: the pool forgets it.
-func (p *pool) signal(runner, name string, arg any) {
+func (p *poolRun) signal(runner, name string, arg any) {
 	p.inflight++
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
 		err := workflow.SignalExternalWorkflow(ctx, RunnerWorkflowID(p.st.Spec.Name, runner), "", name, arg).Get(ctx, nil)
@@ -201,110 +201,4 @@ func (p *pool) signal(runner, name string, arg any) {
 			p.logger.Warn("Signal to runner failed", "runner", runner, "signal", name, "error", err)
 		}
 	})
-}
-
-// startListing lists the pool's runners at GitHub (one paginated call) when due, while the
-// pool has runners. It runs beside the loop; its result is recorded like a signal.
-//
-// Since changeSharedListing the scope's listing workflow lists for every pool of the scope,
-// and the pool only tells it what it wants (tendListingDemand).
-func (p *pool) startListing(now time.Time) {
-	if (len(p.st.Runners) > 0 || p.st.ListingDemand != nil) && p.sharesListing() {
-		p.tendListingDemand(now)
-		return
-	}
-	if p.listing || len(p.st.Runners) == 0 || now.Before(p.st.NextListing) {
-		return
-	}
-	p.listing = true
-	in := ListRunnersInput{Scope: p.st.Spec.Scope(), NamePrefix: p.st.Spec.Name + "-"}
-	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		res, err := listRunners(ctx, in)
-		done := workflow.Now(ctx)
-		p.listing = false
-		p.changed = true
-		p.st.NextListing = done.Add(p.listingInterval())
-		if err != nil {
-			p.logger.Warn("Runner listing failed", "error", err)
-			p.st.LastListing = &ListRunnersResultBrief{At: done, Error: err.Error()}
-			return
-		}
-		p.applyListing(res, done)
-	})
-}
-
-// listingInterval is short while a runner is registering: the listing is how it is seen online.
-func (p *pool) listingInterval() time.Duration {
-	for _, r := range p.st.Runners {
-		if r.State == RunnerPending || r.State == RunnerRegistering {
-			return PoolListingIntervalStarting
-		}
-	}
-	return PoolListingInterval
-}
-
-// applyListing signals each runner whose GitHub status changed since the last listing and
-// records the orphans: runners with the pool's name that the pool does not track.
-func (p *pool) applyListing(res ListRunnersResult, now time.Time) {
-	listed := map[string]RunnerListing{}
-	var ours []RunnerListing
-	for _, l := range res.Runners {
-		if pool, ok := PoolFromRunnerName(l.Name); ok && pool == p.st.Spec.Name {
-			listed[l.Name] = l
-			ours = append(ours, l)
-		}
-	}
-	known := map[string]bool{}
-	for i := range p.st.Runners {
-		r := &p.st.Runners[i]
-		known[r.Name] = true
-		if r.Warm && !r.Started {
-			// Registered before its workflow exists: a signal now would find no workflow (and
-			// make the pool forget it); the next listing tells it.
-			continue
-		}
-		l, ok := listed[r.Name]
-		var status RunnerStatusSignal
-		switch {
-		case ok:
-			status = RunnerStatusSignal{Online: l.Online, Busy: l.Busy}
-		case r.Listed != nil:
-			status = RunnerStatusSignal{Gone: true}
-		default:
-			continue // not registered yet
-		}
-		if r.Listed == nil || *r.Listed != status {
-			r.Listed = &status
-			if !p.lean || !status.toldBy(r.State) {
-				p.signal(r.Name, SignalRunnerStatus, status)
-			}
-		}
-	}
-	for _, f := range p.st.Finished {
-		known[f.Name] = true // GitHub may list a runner for a moment after it ended
-	}
-	for _, w := range p.st.Warm {
-		known[w.Name] = true // registered ahead, offline until a runner takes it
-	}
-	p.st.Orphans = orphans(ours, known, p.st.Orphans, now)
-	p.st.LastListing = &ListRunnersResultBrief{At: now, Listed: len(ours)}
-}
-
-func orphans(listed []RunnerListing, known map[string]bool, before []Orphan, now time.Time) []Orphan {
-	firstSeen := map[string]time.Time{}
-	for _, o := range before {
-		firstSeen[o.Name] = o.FirstSeen
-	}
-	var out []Orphan
-	for _, l := range listed {
-		if known[l.Name] {
-			continue
-		}
-		seen, ok := firstSeen[l.Name]
-		if !ok {
-			seen = now
-		}
-		out = append(out, Orphan{Name: l.Name, ID: l.ID, Online: l.Online, Busy: l.Busy, FirstSeen: seen})
-	}
-	return out
 }

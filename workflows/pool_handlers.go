@@ -15,7 +15,7 @@ import (
 
 // registerHandlers installs the pool's query and updates. Validators reject bad requests before
 // they reach history as accepted; handlers only record and mark the pool changed.
-func (p *pool) registerHandlers() error {
+func (p *poolRun) registerHandlers() error {
 	if err := workflow.SetQueryHandler(p.ctx, QueryStatus, p.status); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (p *pool) registerHandlers() error {
 
 // receiveSignals starts one receiver per signal. Each records and marks the pool changed; what
 // is still queued at continue-as-new is taken by the drainers.
-func (p *pool) receiveSignals() {
+func (p *poolRun) receiveSignals() {
 	receive(p, SignalRunnerState, p.onRunnerState)
 	receive(p, SignalPause, func(r OperatorRequest) { p.setMode(PoolPaused, r.Reason) })
 	receive(p, SignalResume, func(r OperatorRequest) { p.setMode(PoolActive, r.Reason) })
@@ -47,36 +47,14 @@ func (p *pool) receiveSignals() {
 	receive(p, SignalRunnerBlocked, p.onRunnerBlocked)
 }
 
-func receive[T any](p *pool, name string, handle func(T)) {
-	ch := workflow.GetSignalChannel(p.ctx, name)
-	p.drainers = append(p.drainers, func() bool {
-		var v T
-		if !ch.ReceiveAsync(&v) {
-			return false
-		}
-		handle(v)
-		p.changed = true
-		return true
-	})
-	workflow.Go(p.ctx, func(ctx workflow.Context) {
-		for {
-			var v T
-			// A payload that does not decode is dropped (and logged) by the SDK.
-			ch.Receive(ctx, &v)
-			handle(v)
-			p.changed = true
-		}
-	})
-}
-
-func (p *pool) setMode(mode PoolMode, reason string) {
+func (p *poolRun) setMode(mode PoolMode, reason string) {
 	p.logger.Info("Pool mode changed", "from", p.st.Mode, "to", mode, "reason", reason)
 	p.st.Mode, p.st.ModeReason = mode, reason
 }
 
 // onRunnerState records a runner's report. Reports of runners the pool no longer tracks (it
 // already learned of their end another way) are ignored.
-func (p *pool) onRunnerState(rep RunnerStateReport) {
+func (p *poolRun) onRunnerState(rep RunnerStateReport) {
 	now := workflow.Now(p.ctx)
 	i := p.find(rep.Runner)
 	if i < 0 {
@@ -129,12 +107,8 @@ func (p *pool) onRunnerState(rep RunnerStateReport) {
 	}
 }
 
-func (p *pool) find(name string) int {
-	return slices.IndexFunc(p.st.Runners, func(r PoolRunner) bool { return r.Name == name })
-}
-
 // forget removes an ended runner and remembers it; a failed runner backs off further starts.
-func (p *pool) forget(name string, state RunnerState, reason string) {
+func (p *poolRun) forget(name string, state RunnerState, reason string) {
 	i := p.find(name)
 	if i < 0 {
 		return
@@ -183,25 +157,6 @@ const (
 	changeRenewUnserved              = "reservations-renew-unserved"
 )
 
-// endJob ends the reservation of the job the runner ran (if the pool knows it): the runner has
-// left that job, so it needs no capacity any more, whether or not its completed webhook came.
-// The job is remembered as done, so a late queued event for it reserves nothing.
-func (p *pool) endJob(r *PoolRunner) {
-	job := r.JobID
-	r.JobID = 0
-	p.endJobID(job)
-}
-
-// endJobID ends one job's reservation (see endJob).
-func (p *pool) endJobID(job int64) {
-	if job == 0 || workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) < 1 {
-		return
-	}
-	now := workflow.Now(p.ctx)
-	ended := ReservationBatch{Events: []WorkflowJobEvent{{JobID: job, Action: JobCompleted}}}
-	p.st.Reserved, _ = ApplyReservationBatch(p.st.Reserved, ended, p.reservationParams(now))
-}
-
 func appendBounded[T any](list []T, v T, limit int) []T {
 	list = append(list, v)
 	if len(list) > limit {
@@ -212,7 +167,7 @@ func appendBounded[T any](list []T, v T, limit int) []T {
 
 // validateApply checks an applied spec with every rule, the newest included (ValidateNew): a
 // validator runs only when an update arrives, never when a history replays.
-func (p *pool) validateApply(req ApplyRequest) error {
+func (p *poolRun) validateApply(req ApplyRequest) error {
 	spec := req.Spec.WithDefaults()
 	if spec.Name != p.st.Spec.Name {
 		return fmt.Errorf("spec.name: %q cannot be applied to pool %q (a pool cannot be renamed)", spec.Name, p.st.Spec.Name)
@@ -229,7 +184,7 @@ func (p *pool) validateApply(req ApplyRequest) error {
 
 // apply replaces the spec. Like kubectl apply, it keeps the operator's scale unless the applied
 // file itself changes min or max; it never changes pause or drain.
-func (p *pool) apply(_ workflow.Context, req ApplyRequest) (ApplyResult, error) {
+func (p *poolRun) apply(_ workflow.Context, req ApplyRequest) (ApplyResult, error) {
 	spec := req.Spec.WithDefaults()
 	old := p.st.Spec
 	hash := spec.TemplateHash()
@@ -246,7 +201,6 @@ func (p *pool) apply(_ workflow.Context, req ApplyRequest) (ApplyResult, error) 
 		p.st.Scale = ScaleRequest{}
 	}
 	p.st.Spec, p.st.TemplateHash = spec, hash
-	p.followSpec()
 	p.changed = true
 	if res.Result != ApplyUnchanged {
 		p.logger.Info("Pool spec applied", "result", res.Result, "templateHash", hash, "rollout", res.Rollout)
@@ -268,7 +222,7 @@ func ptrSlice(v *int) []int {
 }
 
 // layered returns min and max as the operator's request would leave them, before clamping.
-func (p *pool) layered(req ScaleRequest, now time.Time) (int, int) {
+func (p *poolRun) layered(req ScaleRequest, now time.Time) (int, int) {
 	scale := p.st.Scale
 	if req.Min != nil {
 		scale.Min = req.Min
@@ -286,7 +240,7 @@ func (p *pool) layered(req ScaleRequest, now time.Time) (int, int) {
 	return b.Min, b.Max
 }
 
-func (p *pool) validateScale(req ScaleRequest) error {
+func (p *poolRun) validateScale(req ScaleRequest) error {
 	if req.Min == nil && req.Max == nil {
 		return fmt.Errorf(`scale: set "min", "max" or both, e.g. {"min":1,"max":5}`)
 	}
@@ -304,7 +258,7 @@ func (p *pool) validateScale(req ScaleRequest) error {
 
 // scale records the operator's bounds. An explicit scale-down takes effect at once: the
 // scale-down delay guards against demand flapping, not against the operator.
-func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) {
+func (p *poolRun) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) {
 	now := workflow.Now(p.ctx)
 	before := p.bounds(now)
 	if req.Min != nil {
@@ -324,7 +278,7 @@ func (p *pool) scale(_ workflow.Context, req ScaleRequest) (ScaleResult, error) 
 
 // validateForceRemoveRunner accepts a force-remove of one of the pool's own runners, with a
 // reason, once its workflow exists (before that there is nothing to signal).
-func (p *pool) validateForceRemoveRunner(req ForceRemoveRunnerRequest) error {
+func (p *poolRun) validateForceRemoveRunner(req ForceRemoveRunnerRequest) error {
 	if strings.TrimSpace(req.Reason) == "" {
 		return fmt.Errorf(`force-remove-runner: a reason is required, e.g. {"runner":"<name>","reason":"job stuck"}`)
 	}
@@ -341,7 +295,7 @@ func (p *pool) validateForceRemoveRunner(req ForceRemoveRunnerRequest) error {
 // forceRemoveRunner forwards the request to the runner as SignalForceRemove (a workflow cannot
 // send another an update) and answers once the runner has it. The runner holds its place from
 // now on: the pool starts no replacement until it has ended.
-func (p *pool) forceRemoveRunner(ctx workflow.Context, req ForceRemoveRunnerRequest) (ForceRemoveRunnerResult, error) {
+func (p *poolRun) forceRemoveRunner(ctx workflow.Context, req ForceRemoveRunnerRequest) (ForceRemoveRunnerResult, error) {
 	if i := p.find(req.Runner); i >= 0 {
 		p.st.Runners[i].Removing = true
 	}
@@ -360,101 +314,8 @@ func (p *pool) forceRemoveRunner(ctx workflow.Context, req ForceRemoveRunnerRequ
 	return ForceRemoveRunnerResult{Runner: req.Runner}, nil
 }
 
-// reserve applies one scale window's batch of workflow_job events to the reservation book.
-func (p *pool) reserve(_ workflow.Context, batch ReservationBatch) (ReservationBatchResult, error) {
-	now := workflow.Now(p.ctx)
-	var res ReservationBatchResult
-	params := p.reservationParams(now)
-	if hasAction(batch, JobInProgress) && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
-		params.Pool = p.st.Spec.Name
-	}
-	if hasEventTimes(batch) && workflow.GetVersion(p.ctx, changeReservationsFromEventTimes, workflow.DefaultVersion, 1) >= 1 {
-		params.EventTimes = true
-	}
-	named := endsNamedByEvents(p.st, batch, now)
-	p.st.Reserved, res = ApplyReservationBatch(p.st.Reserved, batch, params)
-	if params.Pool != "" {
-		p.tieJobsInProgress(batch)
-	}
-	p.liftEndsNamedByEvents(named, now)
-	p.markJobsDone(batch)
-	p.measureJobsTakenEarly(batch, now)
-	p.changed = true
-	return res, nil
-}
-
-// tieJobsInProgress applies the batch's in_progress events on this pool's own runners: the job
-// is tied to its runner even when the runner's own notice is late (or never comes), so the
-// runner's end ends the job's reservation; a job whose runner is already leaving or gone is
-// over for the pool, so its reservation ends now.
-func (p *pool) tieJobsInProgress(batch ReservationBatch) {
-	for _, ev := range batch.Events {
-		if ev.Action != JobInProgress || ev.JobID <= 0 || servedElsewhere(ev, p.st.Spec.Name) || ev.RunnerName == "" {
-			continue
-		}
-		i := p.find(ev.RunnerName)
-		if i < 0 {
-			p.endJob(&PoolRunner{JobID: ev.JobID})
-			continue
-		}
-		r := &p.st.Runners[i]
-		if r.JobID == 0 {
-			r.JobID = ev.JobID
-			p.jobTaken(r.JobID, workflow.Now(p.ctx))
-		}
-		if r.State == RunnerDraining && !r.Busy {
-			p.endJob(r)
-		}
-	}
-}
-
-// changeCompletedRunnerLeaves gates markJobsDone. Asked only when a completed event names one
-// of an ephemeral pool's runners that is not leaving yet.
-const changeCompletedRunnerLeaves = "completed-runner-leaves"
-
-// markJobsDone marks the ephemeral runners that the batch's completed events name as leaving
-// (JobDone). The event ends the job's reservation at once, while the runner's own end comes
-// only after its cleanup (seconds, longer in a burst that queues Kubernetes writes behind the
-// client's rate limit): counted as staying meanwhile, it made the desired count look exceeded,
-// and scale-down drained a runner still starting for another job, which then waited for a
-// replacement.
-func (p *pool) markJobsDone(batch ReservationBatch) {
-	var names []string
-	for _, ev := range batch.Events {
-		if ev.Action == JobCompleted && ev.RunnerName != "" {
-			names = append(names, ev.RunnerName)
-		}
-	}
-	p.markLeaving(names, func() bool {
-		return workflow.GetVersion(p.ctx, changeCompletedRunnerLeaves, workflow.DefaultVersion, 1) >= 1
-	})
-}
-
-// markLeaving counts the named runners, whose one job completed, as leaving (JobDone): only an
-// ephemeral pool's, and only those not leaving for their job yet nor gone. inForce, the
-// change that gates it, is asked only once there is such a runner.
-func (p *pool) markLeaving(names []string, inForce func() bool) {
-	if !p.st.Spec.IsEphemeral() {
-		return
-	}
-	for _, name := range names {
-		i := p.find(name)
-		if i < 0 || p.st.Runners[i].JobDone || p.st.Runners[i].State.Terminal() {
-			continue
-		}
-		if !inForce() {
-			return
-		}
-		p.st.Runners[i].JobDone = true
-	}
-}
-
-func hasAction(batch ReservationBatch, action string) bool {
-	return slices.ContainsFunc(batch.Events, func(ev WorkflowJobEvent) bool { return ev.Action == action })
-}
-
 // status answers QueryStatus from the recorded state and the last decision.
-func (p *pool) status() (PoolStatus, error) {
+func (p *poolRun) status() (PoolStatus, error) {
 	now := workflow.Now(p.ctx)
 	b, overrideOn, _ := effectiveBounds(p.st.Spec, p.st.Scale, now)
 	outdated := 0

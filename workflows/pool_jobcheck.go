@@ -215,7 +215,7 @@ func jobReadingsAsEvents(readings []JobReading) []WorkflowJobEvent {
 // what GitHub says of them to the reservation book as the events that were lost. The
 // unattributed ends recorded before the check began are accounted for by what it read
 // (liftUnattributedEnds).
-func (p *pool) checkReservedJobs(now time.Time) {
+func (p *poolRun) checkReservedJobs(now time.Time) {
 	if p.jobChecking {
 		return
 	}
@@ -244,7 +244,7 @@ func (p *pool) checkReservedJobs(now time.Time) {
 
 // recordUnattributedEnd remembers a runner that ended after a job the pool never learned of
 // (unattributedEnd), when its reservations can be checked at GitHub.
-func (p *pool) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
+func (p *poolRun) recordUnattributedEnd(r PoolRunner, rep RunnerStateReport) {
 	if !unattributedEnd(r, rep, p.st.Spec.IsEphemeral()) ||
 		workflow.GetVersion(p.ctx, changeCheckReservedJobs, workflow.DefaultVersion, 1) < 1 {
 		return
@@ -313,7 +313,7 @@ func liftHeldEnds(ends []time.Time, now time.Time, n int) []time.Time {
 
 // liftEndsNamedByEvents lifts the unattributed ends that a batch's events account for
 // (endsNamedByEvents, counted before the batch was applied).
-func (p *pool) liftEndsNamedByEvents(named int, now time.Time) {
+func (p *poolRun) liftEndsNamedByEvents(named int, now time.Time) {
 	if named == 0 || !p.st.Spec.IsEphemeral() || heldUnattributed(p.st.UnattributedEnds, now) == 0 ||
 		workflow.GetVersion(p.ctx, changeEndsCountedOnce, workflow.DefaultVersion, 1) < 1 {
 		return
@@ -327,7 +327,7 @@ func (p *pool) liftEndsNamedByEvents(named int, now time.Time) {
 const changeJobCheckWake = "job-check-wake"
 
 // nextJobCheck is when a check of reserved jobs is due, zero if none.
-func (p *pool) nextJobCheck(now time.Time) time.Time {
+func (p *poolRun) nextJobCheck(now time.Time) time.Time {
 	if p.jobChecking {
 		return time.Time{}
 	}
@@ -341,7 +341,7 @@ func (p *pool) nextJobCheck(now time.Time) time.Time {
 // jobCheckRules are the job check's rules in force. Each is asked only where it changes the
 // plan (a reservation renewed often enough, an end past its hold), so histories without one
 // carry no marker.
-func (p *pool) jobCheckRules(now time.Time) jobCheckRules {
+func (p *poolRun) jobCheckRules(now time.Time) jobCheckRules {
 	var rules jobCheckRules
 	if slices.ContainsFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.Renewals >= ReservationRenewalsBeforeCheck }) &&
 		workflow.GetVersion(p.ctx, changeCheckStaleReservations, workflow.DefaultVersion, 1) >= 1 {
@@ -357,7 +357,7 @@ func (p *pool) jobCheckRules(now time.Time) jobCheckRules {
 // liftUnattributedEnds ends the hold of the unattributed ends recorded by began (when the
 // check began) that the check accounts for (endsAccountedFor); the others hold on, and prompt
 // the next check, until UnattributedEndHold.
-func (p *pool) liftUnattributedEnds(plan jobCheck, out ReadJobsOutput, began time.Time) {
+func (p *poolRun) liftUnattributedEnds(plan jobCheck, out ReadJobsOutput, began time.Time) {
 	before := 0
 	for _, at := range p.st.UnattributedEnds {
 		if !at.After(began) {

@@ -17,20 +17,20 @@ import (
 const changeSharedListing = "shared-scope-listing"
 
 // sharesListing reports whether this run takes its listings from the scope's listing workflow.
-func (p *pool) sharesListing() bool {
+func (p *poolRun) sharesListing() bool {
 	return workflow.GetVersion(p.ctx, changeSharedListing, workflow.DefaultVersion, 1) >= 1
 }
 
 // receiveScopeListing takes the listings the scope's listing workflow signals. A pool that does
 // not share listings never gets one, so the receiver changes nothing in its history.
-func (p *pool) receiveScopeListing() {
+func (p *poolRun) receiveScopeListing() {
 	receive(p, SignalScopeListing, p.onScopeListing)
 }
 
 // onScopeListing applies the pool's part of a scope listing as the pool applied its own
 // listing: runners whose status changed are told, orphans are recorded. A listing of a scope the
 // pool left, or older than one already applied, is ignored.
-func (p *pool) onScopeListing(s ScopeListingSignal) {
+func (p *poolRun) onScopeListing(s ScopeListingSignal) {
 	if s.Scope != p.st.Spec.Scope() {
 		return
 	}
@@ -44,7 +44,7 @@ func (p *pool) onScopeListing(s ScopeListingSignal) {
 // listings at the rest interval while it has runners (none without), the short interval while
 // runners register (asked for ScopeListingFastHold at a time), and its withdrawal from a
 // scope it left. One demand at a time, beside the loop.
-func (p *pool) tendListingDemand(now time.Time) {
+func (p *poolRun) tendListingDemand(now time.Time) {
 	p.st.NextListing = time.Time{} // the scope's listing workflow decides when to list
 	if p.listing {
 		return
@@ -92,7 +92,7 @@ func (p *pool) tendListingDemand(now time.Time) {
 // wantedDemand is what the pool asks at now: the rest interval while it has runners, and the
 // short interval for ScopeListingFastHold more when runners register and what it asked before
 // lapses within ScopeListingFastRenew.
-func (p *pool) wantedDemand(now time.Time) ListingDemand {
+func (p *poolRun) wantedDemand(now time.Time) ListingDemand {
 	d := ListingDemand{Pool: p.st.Spec.Name}
 	if len(p.st.Runners) == 0 {
 		return d
@@ -108,7 +108,7 @@ func (p *pool) wantedDemand(now time.Time) ListingDemand {
 }
 
 // registering reports whether a runner of the pool is still to be seen online.
-func (p *pool) registering() bool {
+func (p *poolRun) registering() bool {
 	return slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool {
 		return r.State == RunnerPending || r.State == RunnerRegistering
 	})
@@ -116,7 +116,7 @@ func (p *pool) registering() bool {
 
 // listingDemandWake is when the pool must ask again for the short interval while runners still
 // register; zero when it need not.
-func (p *pool) listingDemandWake() time.Time {
+func (p *poolRun) listingDemandWake() time.Time {
 	cur := p.st.ListingDemand
 	if cur == nil || cur.FastUntil.IsZero() || !p.registering() {
 		return time.Time{}
@@ -133,4 +133,110 @@ type PoolListingDemand struct {
 
 func demandScopeListing(ctx workflow.Context, in DemandScopeListingInput) error {
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ListingDemandPolicy), ActivityDemandScopeListing, in).Get(ctx, nil)
+}
+
+// startListing lists the pool's runners at GitHub (one paginated call) when due, while the
+// pool has runners. It runs beside the loop; its result is recorded like a signal.
+//
+// Since changeSharedListing the scope's listing workflow lists for every pool of the scope,
+// and the pool only tells it what it wants (tendListingDemand).
+func (p *poolRun) startListing(now time.Time) {
+	if (len(p.st.Runners) > 0 || p.st.ListingDemand != nil) && p.sharesListing() {
+		p.tendListingDemand(now)
+		return
+	}
+	if p.listing || len(p.st.Runners) == 0 || now.Before(p.st.NextListing) {
+		return
+	}
+	p.listing = true
+	in := ListRunnersInput{Scope: p.st.Spec.Scope(), NamePrefix: p.st.Spec.Name + "-"}
+	workflow.Go(p.ctx, func(ctx workflow.Context) {
+		res, err := listRunners(ctx, in)
+		done := workflow.Now(ctx)
+		p.listing = false
+		p.changed = true
+		p.st.NextListing = done.Add(p.listingInterval())
+		if err != nil {
+			p.logger.Warn("Runner listing failed", "error", err)
+			p.st.LastListing = &ListRunnersResultBrief{At: done, Error: err.Error()}
+			return
+		}
+		p.applyListing(res, done)
+	})
+}
+
+// listingInterval is short while a runner is registering: the listing is how it is seen online.
+func (p *poolRun) listingInterval() time.Duration {
+	for _, r := range p.st.Runners {
+		if r.State == RunnerPending || r.State == RunnerRegistering {
+			return PoolListingIntervalStarting
+		}
+	}
+	return PoolListingInterval
+}
+
+// applyListing signals each runner whose GitHub status changed since the last listing and
+// records the orphans: runners with the pool's name that the pool does not track.
+func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
+	listed := map[string]RunnerListing{}
+	var ours []RunnerListing
+	for _, l := range res.Runners {
+		if pool, ok := PoolFromRunnerName(l.Name); ok && pool == p.st.Spec.Name {
+			listed[l.Name] = l
+			ours = append(ours, l)
+		}
+	}
+	known := map[string]bool{}
+	for i := range p.st.Runners {
+		r := &p.st.Runners[i]
+		known[r.Name] = true
+		if r.Warm && !r.Started {
+			// Registered before its workflow exists: a signal now would find no workflow (and
+			// make the pool forget it); the next listing tells it.
+			continue
+		}
+		l, ok := listed[r.Name]
+		var status RunnerStatusSignal
+		switch {
+		case ok:
+			status = RunnerStatusSignal{Online: l.Online, Busy: l.Busy}
+		case r.Listed != nil:
+			status = RunnerStatusSignal{Gone: true}
+		default:
+			continue // not registered yet
+		}
+		if r.Listed == nil || *r.Listed != status {
+			r.Listed = &status
+			if !p.lean || !status.toldBy(r.State) {
+				p.signal(r.Name, SignalRunnerStatus, status)
+			}
+		}
+	}
+	for _, f := range p.st.Finished {
+		known[f.Name] = true // GitHub may list a runner for a moment after it ended
+	}
+	for _, w := range p.st.Warm {
+		known[w.Name] = true // registered ahead, offline until a runner takes it
+	}
+	p.st.Orphans = orphans(ours, known, p.st.Orphans, now)
+	p.st.LastListing = &ListRunnersResultBrief{At: now, Listed: len(ours)}
+}
+
+func orphans(listed []RunnerListing, known map[string]bool, before []Orphan, now time.Time) []Orphan {
+	firstSeen := map[string]time.Time{}
+	for _, o := range before {
+		firstSeen[o.Name] = o.FirstSeen
+	}
+	var out []Orphan
+	for _, l := range listed {
+		if known[l.Name] {
+			continue
+		}
+		seen, ok := firstSeen[l.Name]
+		if !ok {
+			seen = now
+		}
+		out = append(out, Orphan{Name: l.Name, ID: l.ID, Online: l.Online, Busy: l.Busy, FirstSeen: seen})
+	}
+	return out
 }

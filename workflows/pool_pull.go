@@ -21,16 +21,16 @@ const changePullScaling = "pull-scaling"
 // workflows (pool_pull_shared.go), counted with the reservations by DecidePull. A run whose pull
 // section was removed keeps it: it withdraws the shared demands it made, then wants nothing.
 type pullDemand struct {
-	*pool
+	*poolRun
 	// scaling is changePullScaling's gate, shared changeSharedPull's.
 	scaling, shared gate
 	// reading is true while a read or a batch of demands runs beside the loop.
 	reading bool
 }
 
-func newPullDemand(p *pool) *pullDemand {
+func newPullDemand(p *poolRun) *pullDemand {
 	return &pullDemand{
-		pool: p,
+		poolRun: p,
 		scaling: gate{ask: func(ctx workflow.Context) workflow.Version {
 			return workflow.GetVersion(ctx, changePullScaling, workflow.DefaultVersion, 1)
 		}},

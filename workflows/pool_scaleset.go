@@ -48,7 +48,7 @@ const changeScaleSetLeaveAfterRunners = "scaleset-leave-after-runners"
 // (ScaleSetListenerWorkflow), which this source keeps running. A run of a history from before
 // the scale-set pools (changeScaleSetPools) has no set and wants nothing of its own.
 type scaleSetDemand struct {
-	*pool
+	*poolRun
 	// pools, ranUnseen and statisticsFirst are the gates of changeScaleSetPools,
 	// changeScaleSetRanUnseen and changeScaleSetStatisticsFirst.
 	pools, ranUnseen, statisticsFirst gate
@@ -57,9 +57,9 @@ type scaleSetDemand struct {
 	working bool
 }
 
-func newScaleSetDemand(p *pool) *scaleSetDemand {
+func newScaleSetDemand(p *poolRun) *scaleSetDemand {
 	return &scaleSetDemand{
-		pool: p,
+		poolRun: p,
 		pools: gate{ask: func(ctx workflow.Context) workflow.Version {
 			return workflow.GetVersion(ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
 		}},

@@ -8,7 +8,7 @@ import (
 // runs, the last message (id and time, so an alert can see a listener that stopped hearing),
 // what GitHub's statistics in it said, and the jobs the pool's ledger holds. Labels are the
 // pool and fixed states only (never a set or session id). Recording issues no command.
-func (p *pool) recordScaleSetMetrics(m client.MetricsHandler) {
+func (p *poolRun) recordScaleSetMetrics(m client.MetricsHandler) {
 	st := p.st.ScaleSet
 	if st == nil {
 		return

@@ -70,7 +70,7 @@ func TestScaleSetGaugesFollowThePoolsHoldOnItsSet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := gaugeRecorder{tags: map[string]string{"pool": "p"}, gauges: map[string]float64{}}
-			p := &pool{st: PoolState{ScaleSet: tt.set}}
+			p := &poolRun{st: PoolState{ScaleSet: tt.set}}
 			p.recordScaleSetMetrics(rec)
 			for k, v := range tt.want {
 				if got, ok := rec.gauges[k]; !ok || got != v {

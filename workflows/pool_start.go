@@ -49,13 +49,13 @@ const changeStartInBatches = "start-runners-in-batches"
 
 // startsInBatches reports whether this pool starts runners with StartRunnerWorkflows. Asked
 // only when a plan starts runners, so a pool that starts none carries no marker.
-func (p *pool) startsInBatches() bool {
+func (p *poolRun) startsInBatches() bool {
 	return workflow.GetVersion(p.ctx, changeStartInBatches, workflow.DefaultVersion, 1) >= 1
 }
 
 // startBatch starts the runners of one plan beside the loop, at most RunnerStartBatchSize a
 // call; the pool learns the outcome as it learns a child's start.
-func (p *pool) startBatch(runners []RunnerInput) {
+func (p *poolRun) startBatch(runners []RunnerInput) {
 	for chunk := range slices.Chunk(runners, RunnerStartBatchSize) {
 		in := StartRunnerWorkflowsInput{Pool: p.st.Spec.Name, Runners: chunk}
 		p.inflight++
@@ -85,7 +85,7 @@ func (p *pool) startBatch(runners []RunnerInput) {
 }
 
 // started records that a runner's workflow exists, and hands it a drain that came before.
-func (p *pool) started(name string) {
+func (p *poolRun) started(name string) {
 	i := p.find(name)
 	if i < 0 {
 		return

@@ -122,7 +122,7 @@ func waitingSince(r Reservation) time.Time {
 
 // recordWaiting publishes MetricJobsWaiting for every cause (0 when none) through the
 // replay-safe workflow metrics handler.
-func (p *pool) recordWaiting(now time.Time) {
+func (p *poolRun) recordWaiting(now time.Time) {
 	b, override, _ := effectiveBounds(p.st.Spec, p.st.Scale, now)
 	specMax := 0
 	if p.st.Spec.MaxReplicas != nil {
@@ -186,7 +186,7 @@ func LongestHeld(held []CauseHeld) string {
 // jobTaken measures a reserved job's wait once its runner took it: queued to now, by the cause
 // that held it longest. A job its pool never saw waiting (taken at once) counts as
 // runner-starting, the cause of a job that waits for nothing but its runner.
-func (p *pool) jobTaken(job int64, now time.Time) {
+func (p *poolRun) jobTaken(job int64, now time.Time) {
 	i := slices.IndexFunc(p.st.Reserved.Reservations, func(r Reservation) bool { return r.JobID == job })
 	if i < 0 {
 		return
@@ -207,7 +207,7 @@ func (p *pool) jobTaken(job int64, now time.Time) {
 
 // measureJobsTakenEarly measures the jobs whose queued event reached the pool after a runner of
 // its had already taken them (the runner's report is often quicker than the scale window).
-func (p *pool) measureJobsTakenEarly(batch ReservationBatch, now time.Time) {
+func (p *poolRun) measureJobsTakenEarly(batch ReservationBatch, now time.Time) {
 	for _, ev := range batch.Events {
 		if ev.Action == JobQueued && slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.JobID == ev.JobID }) {
 			p.jobTaken(ev.JobID, now)

@@ -20,7 +20,7 @@ const (
 // warmWant is how many warm registrations the pool keeps now: the spec's, capped by the max in
 // force (a pool scaled down needs fewer); none while draining or for persistent runners, which
 // register with a token.
-func (p *pool) warmWant(now time.Time) int {
+func (p *poolRun) warmWant(now time.Time) int {
 	if p.st.Mode == PoolDraining || !p.st.Spec.IsEphemeral() {
 		return 0
 	}
@@ -29,7 +29,7 @@ func (p *pool) warmWant(now time.Time) int {
 
 // tendWarm mints, refreshes and removes warm registrations as PlanWarm decides. A paused pool
 // leaves them as they are.
-func (p *pool) tendWarm(now time.Time) {
+func (p *poolRun) tendWarm(now time.Time) {
 	p.warmWake = time.Time{}
 	if p.st.Mode == PoolPaused || (p.st.Spec.WarmRegistrations == 0 && len(p.st.Warm) == 0 && len(p.st.WarmSpent) == 0) {
 		return
@@ -67,7 +67,7 @@ func (p *pool) tendWarm(now time.Time) {
 
 // quiet is true while no runner is starting and no reservation waits for a runner: the GitHub
 // queue then serves no registration of this pool's, and warm work cannot delay one.
-func (p *pool) quiet() bool {
+func (p *poolRun) quiet() bool {
 	if len(p.plan.Start) > 0 {
 		return false
 	}
@@ -96,7 +96,7 @@ func warmNotBefore(failedBackoff, lastScaleOut time.Time) time.Time {
 // takeWarm hands the oldest ready warm registration to a starting runner (ephemeral pools only).
 // A registration kept apart from the runner namespace is copied there by its runner; the copy
 // it leaves behind is spent, removed when the pool is next quiet (removeSpentWarm).
-func (p *pool) takeWarm(now time.Time) (WarmRegistration, bool) {
+func (p *poolRun) takeWarm(now time.Time) (WarmRegistration, bool) {
 	if len(p.st.Warm) == 0 || !p.st.Spec.IsEphemeral() {
 		return WarmRegistration{}, false
 	}
@@ -123,7 +123,7 @@ func (w WarmRegistration) apart() bool {
 // then no runner is between taking its registration and reporting idle, so every one of them
 // has made its own copy (or ended, removing its registration). A failure leaves the names for
 // the next quiet moment.
-func (p *pool) removeSpentWarm() {
+func (p *poolRun) removeSpentWarm() {
 	if len(p.st.WarmSpent) == 0 || p.warmSpentBusy {
 		return
 	}
@@ -154,7 +154,7 @@ func (p *pool) removeSpentWarm() {
 
 // unusedWarm takes back the warm registration of a runner whose workflow never started, to be
 // removed: no runner owns it.
-func (p *pool) unusedWarm(in RunnerInput, reason string) {
+func (p *poolRun) unusedWarm(in RunnerInput, reason string) {
 	if in.Warm == nil {
 		return
 	}
@@ -169,7 +169,7 @@ func (p *pool) unusedWarm(in RunnerInput, reason string) {
 	p.changed = true
 }
 
-func (p *pool) warmReady(now time.Time) int {
+func (p *poolRun) warmReady(now time.Time) int {
 	hash := p.st.Spec.RegistrationHash()
 	n := 0
 	for _, w := range p.st.Warm {
@@ -180,14 +180,14 @@ func (p *pool) warmReady(now time.Time) int {
 	return n
 }
 
-func (p *pool) findWarm(name string) int {
+func (p *poolRun) findWarm(name string) int {
 	return slices.IndexFunc(p.st.Warm, func(w WarmRegistration) bool { return w.Name == name })
 }
 
 // mintWarm allocates the next runner name and registers it at GitHub with the runner workflow
 // id it will have, so the runner that takes it owns its Secret (and a later attempt of that
 // runner adopts or replaces it as RegisterRunner does for any runner).
-func (p *pool) mintWarm() {
+func (p *poolRun) mintWarm() {
 	spec := p.st.Spec
 	seq := p.st.NextSeq
 	p.st.NextSeq++
@@ -224,7 +224,7 @@ func (p *pool) mintWarm() {
 
 // removeWarm removes a retiring registration: at GitHub first (one DELETE; gone is success),
 // then its Secret, then from the pool's list.
-func (p *pool) removeWarm(w WarmRegistration) {
+func (p *poolRun) removeWarm(w WarmRegistration) {
 	p.warmCall(w.Name, func(ctx workflow.Context) error {
 		ref := RunnerRef{Scope: w.Scope, RunnerID: w.RunnerID, Name: w.Name}
 		if _, err := runActivity[RunnerRef, RemoveRunnerOutput](ctx, WarmRegistrationPolicy, ActivityRemoveRunner, ref); err != nil {
@@ -242,7 +242,7 @@ func (p *pool) removeWarm(w WarmRegistration) {
 
 // warmCall runs one warm registration's call beside the loop, as the pool runs its listing;
 // continue-as-new waits for it. A failure holds warm work back, longer after each in a row.
-func (p *pool) warmCall(name string, call func(ctx workflow.Context) error) {
+func (p *poolRun) warmCall(name string, call func(ctx workflow.Context) error) {
 	p.inflight++
 	p.warmBusy = append(p.warmBusy, name)
 	workflow.Go(p.ctx, func(ctx workflow.Context) {

@@ -34,7 +34,7 @@ func registrationCheckDue(r PoolRunner, timeout time.Duration) time.Time {
 }
 
 // askOverdueRegistrations signals each watched runner whose registration check is due.
-func (p *pool) askOverdueRegistrations(now time.Time) {
+func (p *poolRun) askOverdueRegistrations(now time.Time) {
 	timeout := p.st.Spec.RegistrationTimeoutOrDefault()
 	for i := range p.st.Runners {
 		r := &p.st.Runners[i]
@@ -46,7 +46,7 @@ func (p *pool) askOverdueRegistrations(now time.Time) {
 }
 
 // nextRegistrationCheck is the earliest registration check due, zero if none.
-func (p *pool) nextRegistrationCheck() time.Time {
+func (p *poolRun) nextRegistrationCheck() time.Time {
 	timeout := p.st.Spec.RegistrationTimeoutOrDefault()
 	var next time.Time
 	for _, r := range p.st.Runners {
@@ -88,7 +88,7 @@ type EndedRunner struct {
 // started since changeWatchRegistration). A tracked runner whose workflow ended more than
 // PoolRunnerEndGrace ago without its final report reaching the pool is forgotten (and
 // replaced if still needed).
-func (p *pool) checkRunnerWorkflows(now time.Time) {
+func (p *poolRun) checkRunnerWorkflows(now time.Time) {
 	if p.checking || now.Before(p.st.NextRunnerCheck) || !slices.ContainsFunc(p.st.Runners, func(r PoolRunner) bool { return r.Watched && r.Started }) {
 		return
 	}
@@ -135,7 +135,7 @@ const changeRunnerCheckAtRest = "runner-check-at-rest"
 // runnerCheckInterval: the listing's short interval while runners register (a runner that ends
 // then is replaced soon), PoolRunnerCheckInterval at rest (a runner terminated by hand is the
 // rare case the check is for, and each check is an activity and a timer).
-func (p *pool) runnerCheckInterval() time.Duration {
+func (p *poolRun) runnerCheckInterval() time.Duration {
 	if p.registering() {
 		return PoolListingIntervalStarting
 	}
