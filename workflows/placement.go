@@ -160,12 +160,6 @@ func probeCluster(ctx workflow.Context, cluster string) (ProbeClusterOutput, err
 		ActivityProbeCluster, ProbeClusterInput{Cluster: cluster})
 }
 
-// ClusterRunners counts a pool's runners in one cluster ("" is the default cluster).
-type ClusterRunners struct {
-	Cluster string `json:"cluster"`
-	Runners int    `json:"runners"`
-}
-
 // runnersByCluster counts runners per cluster, in the pool's cluster order, then any other
 // cluster a runner was placed on (the list changed since), then the default cluster. Nil for a
 // pool that never placed a runner on a named cluster.

@@ -141,17 +141,6 @@ func (p *poolRun) nextWake(now time.Time) time.Time {
 	return soonest(candidates...)
 }
 
-// soonest is the earliest of the times that are set (not zero); zero when none is.
-func soonest(times ...time.Time) time.Time {
-	var next time.Time
-	for _, t := range times {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	return next
-}
-
 // waitForChange blocks until a handler or completion records a change, or until wake.
 func (p *poolRun) waitForChange(wake time.Time) error {
 	if p.lean {
@@ -189,13 +178,6 @@ func (p *poolRun) waitWithKeptTimer(wake time.Time) error {
 		p.timer = nil
 	}
 	return err
-}
-
-// poolTimer is the pool's one pending wake-up.
-type poolTimer struct {
-	at     time.Time
-	fired  bool
-	cancel workflow.CancelFunc
 }
 
 func (p *poolRun) startTimer(d time.Duration, at time.Time) *poolTimer {

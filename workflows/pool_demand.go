@@ -41,8 +41,9 @@ func (ScaleSetListenerEnded) isDemandNews() {}
 func (ScaleSetSessionOpened) isDemandNews() {}
 func (runnerEnd) isDemandNews()             {}
 
-// runnerEnd is one of the pool's runners ending, with its final report.
+// runnerEnd is one of the pool's runners ending: the runner as the pool last knew it, and its
+// final report.
 type runnerEnd struct {
-	runner PoolRunner
+	last   PoolRunner
 	report RunnerStateReport
 }

@@ -65,7 +65,7 @@ func (p *poolRun) onRunnerState(rep RunnerStateReport) {
 	}
 	if rep.State.Terminal() {
 		p.recordUnattributedEnd(p.st.Runners[i], rep)
-		p.demand.hear(runnerEnd{runner: p.st.Runners[i], report: rep})
+		p.demand.hear(runnerEnd{last: p.st.Runners[i], report: rep})
 		p.forget(rep.Runner, rep.State, rep.Reason)
 		return
 	}
@@ -148,13 +148,9 @@ func countsAsNewFailure(failures int, startedAt, startNotBefore time.Time) bool 
 
 // Pool change ids (workflow.GetVersion); what each changes is in Changes (changes.go).
 const (
-	changeEndJobWithRunner           = "end-job-with-runner"
-	changeNewSpecRules               = "new-spec-rules"
-	changeLeanRunners                = "lean-runners"
-	changeFailuresByStart            = "failures-by-start"
-	changeReservationsFromEventTimes = "reservations-from-event-times"
-	changeReservationsWaitForRunners = "reservations-wait-for-runners"
-	changeRenewUnserved              = "reservations-renew-unserved"
+	changeNewSpecRules    = "new-spec-rules"
+	changeLeanRunners     = "lean-runners"
+	changeFailuresByStart = "failures-by-start"
 )
 
 func appendBounded[T any](list []T, v T, limit int) []T {

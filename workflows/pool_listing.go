@@ -124,13 +124,6 @@ func (p *poolRun) listingDemandWake() time.Time {
 	return cur.FastUntil.Add(-ScopeListingFastRenew)
 }
 
-// PoolListingDemand is what the pool last asked of its scope's listing workflow.
-type PoolListingDemand struct {
-	Scope     Scope         `json:"scope"`
-	Interval  time.Duration `json:"interval"`
-	FastUntil time.Time     `json:"fastUntil,omitzero"`
-}
-
 func demandScopeListing(ctx workflow.Context, in DemandScopeListingInput) error {
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ListingDemandPolicy), ActivityDemandScopeListing, in).Get(ctx, nil)
 }

@@ -11,6 +11,15 @@ import (
 // (reserve) and the runners' reports (endJob) keep it, and Decide or the pull counts it. This
 // file is the pool's side of it; the book's rules are pure (reservations.go).
 
+// Pool change ids of the reservation book (workflow.GetVersion); what each changes is in
+// Changes (changes.go).
+const (
+	changeEndJobWithRunner           = "end-job-with-runner"
+	changeReservationsFromEventTimes = "reservations-from-event-times"
+	changeReservationsWaitForRunners = "reservations-wait-for-runners"
+	changeRenewUnserved              = "reservations-renew-unserved"
+)
+
 // pruneReservations drops expired reservations (and restarts the clocks of those waiting
 // beyond max) once one has expired, so the carried state does not grow.
 func (p *poolRun) pruneReservations(now time.Time) {

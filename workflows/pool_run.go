@@ -88,3 +88,21 @@ func receive[T any](p *poolRun, name string, handle func(T)) {
 		}
 	})
 }
+
+// poolTimer is the pool's one pending wake-up.
+type poolTimer struct {
+	at     time.Time
+	fired  bool
+	cancel workflow.CancelFunc
+}
+
+// soonest is the earliest of the times that are set (not zero); zero when none is.
+func soonest(times ...time.Time) time.Time {
+	var next time.Time
+	for _, t := range times {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
+}

@@ -82,7 +82,7 @@ func (p *scaleSetDemand) hear(news demandNews) {
 	case ScaleSetSessionOpened:
 		p.onScaleSetSessionOpened(n)
 	case runnerEnd:
-		p.noteScaleSetRunnerEnd(n.runner, n.report)
+		p.noteScaleSetRunnerEnd(n.last, n.report)
 	}
 }
 

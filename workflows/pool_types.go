@@ -341,3 +341,16 @@ type ListRunnersResultBrief struct {
 	Listed int       `json:"listed"`
 	Error  string    `json:"error,omitempty"`
 }
+
+// PoolListingDemand is what the pool last asked of its scope's listing workflow.
+type PoolListingDemand struct {
+	Scope     Scope         `json:"scope"`
+	Interval  time.Duration `json:"interval"`
+	FastUntil time.Time     `json:"fastUntil,omitzero"`
+}
+
+// ClusterRunners counts a pool's runners in one cluster ("" is the default cluster).
+type ClusterRunners struct {
+	Cluster string `json:"cluster"`
+	Runners int    `json:"runners"`
+}

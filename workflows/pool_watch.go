@@ -7,17 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// changeWatchRegistration gates the pool watching its runners' registration deadlines
-// (RunnerInput.PoolWatches): a runner the pool starts holds no timer of its own while it
-// registers or runs, and the pool asks a runner that has not reported idle or busy within its
-// registration timeout to check its registration (SignalCheckRegistration). Every runner used
-// to hold one durable timer, a billable action each, for a deadline that almost never passes;
-// the pool already wakes for its listing while runners register, so its checks cost nothing
-// until one is due. A runner workflow that no longer exists (terminated by hand before it
-// reported) fails the signal, and the pool forgets and replaces it, as a child's completion
-// told it before changeStartInBatches.
-const changeWatchRegistration = "pool-watches-registration"
-
 // registrationCheckDue is when the pool next asks a watched runner to check its registration,
 // or zero when it need not: the runner reported idle or busy, is draining, or its workflow has
 // not started yet. The runner's own timeout counts from its pod's creation, later than the

@@ -105,3 +105,12 @@ type RepoPullPool struct {
 	Sent   string    `json:"sent,omitempty"`
 	SentAt time.Time `json:"sentAt,omitzero"`
 }
+
+func (p RepoPullPool) poolName() string { return p.Pool }
+
+func (p RepoPullPool) told(digest string, at time.Time) RepoPullPool {
+	p.Sent, p.SentAt = digest, at
+	return p
+}
+
+func (p RepoPullPool) withdrawal() PullDemand { return PullDemand{Pool: p.Pool} }

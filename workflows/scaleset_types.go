@@ -240,3 +240,63 @@ type PoolScaleSetState struct {
 	Error   string    `json:"error,omitempty"`
 	RetryAt time.Time `json:"retryAt,omitzero"`
 }
+
+// ScaleSetListenerInput starts, or continues, a scale-set pool's listener.
+type ScaleSetListenerInput struct {
+	Pool       string `json:"pool"`
+	Scope      Scope  `json:"scope"`
+	ScaleSetID int64  `json:"scaleSetID"`
+	// MaxCapacity is the pool's maximum, reported to the service with every poll.
+	MaxCapacity int `json:"maxCapacity"`
+	// State is set only by the listener itself when it continues as new.
+	State *ScaleSetListenerState `json:"state,omitempty"`
+	// ContinueAsNewAfter continues as new after this many polls (0: when the server suggests).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+}
+
+// ScaleSetListenerState is the listener's place: its session (nil: none open) and the last
+// message handed to the pool. No token: the session's lives in the worker that opened it.
+type ScaleSetListenerState struct {
+	Session       *OpenScaleSetSessionOutput `json:"session,omitempty"`
+	LastMessageID int64                      `json:"lastMessageID,omitempty"`
+	// Offered are jobs the set was offered and had no room to acquire yet (sorted).
+	Offered []int64 `json:"offered,omitempty"`
+}
+
+// ScaleSetMessageSignal hands a message to the pool; the pool folds it into its ledger
+// (ApplyScaleSetMessage), so a message handed twice counts once.
+type ScaleSetMessageSignal struct {
+	// ScaleSetID and SessionID say whose message it is: a pool ignores a set it moved on from.
+	ScaleSetID int64           `json:"scaleSetID"`
+	SessionID  string          `json:"sessionID,omitempty"`
+	Message    ScaleSetMessage `json:"message"`
+	// Acquired are the jobs the listener acquired after reading the message (offered by it or
+	// by an earlier one): the service's answer assigns them to the set then, while their
+	// assigned messages may come many messages later (ApplyScaleSetAcquired).
+	Acquired []int64 `json:"acquired,omitempty"`
+}
+
+// ScaleSetSessionOpened hands the pool the statistics a new session opened with.
+type ScaleSetSessionOpened struct {
+	ScaleSetID int64              `json:"scaleSetID"`
+	SessionID  string             `json:"sessionID"`
+	Statistics ScaleSetStatistics `json:"statistics"`
+}
+
+// ScaleSetCapacity is the pool's maximum, which the listener reports to the service.
+type ScaleSetCapacity struct {
+	MaxCapacity int `json:"maxCapacity"`
+}
+
+// ScaleSetListenerEnded tells the pool its listener of a set ended: Gone when GitHub no longer
+// has the set (the pool creates it again), otherwise Reason says why.
+type ScaleSetListenerEnded struct {
+	ScaleSetID int64  `json:"scaleSetID"`
+	Gone       bool   `json:"gone,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// ScaleSetListenerResult says why the listener ended.
+type ScaleSetListenerResult struct {
+	LastMessageID int64 `json:"lastMessageID"`
+}

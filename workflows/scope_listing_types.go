@@ -107,3 +107,12 @@ type ScopeListingPool struct {
 	// Listed is how many runners the pool had in the last listing.
 	Listed int `json:"listed"`
 }
+
+func (p ScopeListingPool) poolName() string { return p.Pool }
+
+func (p ScopeListingPool) told(digest string, at time.Time) ScopeListingPool {
+	p.Sent, p.SentAt = digest, at
+	return p
+}
+
+func (p ScopeListingPool) withdrawal() ListingDemand { return ListingDemand{Pool: p.Pool} }

@@ -204,22 +204,6 @@ type servedPool[D, P any] interface {
 	withdrawal() D
 }
 
-func (p RepoPullPool) poolName() string     { return p.Pool }
-func (p ScopeListingPool) poolName() string { return p.Pool }
-
-func (p RepoPullPool) told(digest string, at time.Time) RepoPullPool {
-	p.Sent, p.SentAt = digest, at
-	return p
-}
-
-func (p ScopeListingPool) told(digest string, at time.Time) ScopeListingPool {
-	p.Sent, p.SentAt = digest, at
-	return p
-}
-
-func (p RepoPullPool) withdrawal() PullDemand        { return PullDemand{Pool: p.Pool} }
-func (p ScopeListingPool) withdrawal() ListingDemand { return ListingDemand{Pool: p.Pool} }
-
 // applyDemand is the part of a pool's demand both shared workflows take alike, on a table kept
 // in pool-name order: a withdrawal (interval zero) removes the pool, a new pool is added as
 // entry. It returns the pool's existing entry for the caller to update, nil when there is none.
