@@ -25,7 +25,8 @@ import (
 // dropped; with no pool asking for PullShareIdleExit the workflow ends.
 func RepoPullWorkflow(ctx workflow.Context, in RepoPullInput) (RepoPullResult, error) {
 	logger := log.With(workflow.GetLogger(ctx), "repository", in.Repository)
-	return RepoPullResult{}, servePools[PullDemand, RepoPullPool](ctx, logger, in.state(ctx), repoPullServing)
+	var server poolServer[PullDemand, RepoPullPool] = in.state(ctx)
+	return RepoPullResult{}, servePools(ctx, logger, server, repoPullServing)
 }
 
 // NextRepoPull is when the repository is next read: the last read plus the shortest interval

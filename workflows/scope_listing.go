@@ -28,7 +28,8 @@ import (
 // suggests it or after ScopeListingListingsPerRun listings, carrying ScopeListingState.
 func ScopeListingWorkflow(ctx workflow.Context, in ScopeListingInput) (ScopeListingResult, error) {
 	logger := log.With(workflow.GetLogger(ctx), "scope", in.Scope.String())
-	return ScopeListingResult{}, servePools[ListingDemand, ScopeListingPool](ctx, logger, in.state(ctx), scopeListingServing)
+	var server poolServer[ListingDemand, ScopeListingPool] = in.state(ctx)
+	return ScopeListingResult{}, servePools(ctx, logger, server, scopeListingServing)
 }
 
 // interval is the pool's wanted interval at now.
