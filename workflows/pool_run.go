@@ -55,6 +55,7 @@ func (p *poolRun) bounds(now time.Time) Bounds {
 	return b
 }
 
+// runnersByState counts the pool's runners by state, for the status and the metrics.
 func (p *poolRun) runnersByState() map[RunnerState]int {
 	counts := map[RunnerState]int{}
 	for _, r := range p.st.Runners {
@@ -63,10 +64,13 @@ func (p *poolRun) runnersByState() map[RunnerState]int {
 	return counts
 }
 
+// find is the index of the named runner in the pool's state; -1 when the pool does not track it.
 func (p *poolRun) find(name string) int {
 	return slices.IndexFunc(p.st.Runners, func(r PoolRunner) bool { return r.Name == name })
 }
 
+// receive installs the receiver of one signal: a coroutine hands each signal to handle and marks
+// the pool changed, and a drainer does the same for what is still queued at continue-as-new.
 func receive[T any](p *poolRun, name string, handle func(T)) {
 	ch := workflow.GetSignalChannel(p.ctx, name)
 	p.drainers = append(p.drainers, func() bool {

@@ -5,7 +5,8 @@ import "time"
 // webhooksOnly is the demand of a pool that learns of its jobs from webhooks alone: the scale
 // windows turn workflow_job events into reservations (UpdateReservations), and Decide counts
 // the active ones with the runners busy elsewhere. The reservation book is the pool's own,
-// which every source counts on (pool.go), so this source has nothing of its own to do.
+// which every source counts on (pool_reservations.go), so this source has nothing of its own
+// to do.
 type webhooksOnly struct{}
 
 func (webhooksOnly) hear(demandNews)              {}
