@@ -7,8 +7,9 @@ import "go.temporal.io/sdk/workflow"
 // its marker stands in the history, so a gate never asks ahead of that need; asking once also
 // keeps the answer in reach of handlers and the loop alike.
 type gate struct {
-	// ask is the change's one GetVersion call, written where the gate is made so that the
-	// change id stands at the call (changes_test.go reads it there).
+	// ask is the change's one GetVersion call, a function beside the change's constant
+	// (askPullScaling beside changePullScaling): the change id stands at the call, where
+	// changes_test.go reads it.
 	ask   func(workflow.Context) workflow.Version
 	asked bool
 	on    bool

@@ -16,6 +16,11 @@ import (
 // timer, so a later change to what the pull issues can tell them apart.
 const changePullScaling = "pull-scaling"
 
+// askPullScaling is changePullScaling's one GetVersion call, for its gate.
+func askPullScaling(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changePullScaling, workflow.DefaultVersion, 1)
+}
+
 // pullDemand is the demand of a pool with a pull section (pull_types.go): GitHub's queued and
 // in-progress jobs, read on the pool's timer (here) or through the repositories' shared pull
 // workflows (pool_pull_shared.go), counted with the reservations by DecidePull. A run whose pull
@@ -29,15 +34,7 @@ type pullDemand struct {
 }
 
 func newPullDemand(p *poolRun) *pullDemand {
-	return &pullDemand{
-		poolRun: p,
-		scaling: gate{ask: func(ctx workflow.Context) workflow.Version {
-			return workflow.GetVersion(ctx, changePullScaling, workflow.DefaultVersion, 1)
-		}},
-		shared: gate{ask: func(ctx workflow.Context) workflow.Version {
-			return workflow.GetVersion(ctx, changeSharedPull, workflow.DefaultVersion, 1)
-		}},
-	}
+	return &pullDemand{poolRun: p, scaling: gate{ask: askPullScaling}, shared: gate{ask: askSharedPull}}
 }
 
 // hear takes a repository's part of a shared read.

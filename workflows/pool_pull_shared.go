@@ -19,6 +19,11 @@ import (
 // itself keeps doing so until it continues as new.
 const changeSharedPull = "shared-pull"
 
+// askSharedPull is changeSharedPull's one GetVersion call, for its gate.
+func askSharedPull(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeSharedPull, workflow.DefaultVersion, 1)
+}
+
 // sharesPull reports whether this run reads its repositories through the shared workflows.
 func (p *pullDemand) sharesPull() bool {
 	if p.st.Spec.Pull == nil || p.st.Spec.Pull.Metric != PullMetricQueuedJobs {

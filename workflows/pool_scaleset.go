@@ -17,12 +17,22 @@ import (
 // exactly the commands it issued before.
 const changeScaleSetPools = "scaleset-pools"
 
+// askScaleSetPools is changeScaleSetPools's one GetVersion call, for its gate.
+func askScaleSetPools(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
+}
+
 // changeScaleSetRanUnseen gates counting the runners that finished a job no message had named
 // them at yet as jobs done (ScaleSetFinishedUnseen), waking when such a count's hold lapses,
 // and counting a runner a completed message names as leaving (JobDone). Asked only by a
 // scale-set pool when a message names one of its runners or one of them ends after a job, so
 // other histories carry no marker.
 const changeScaleSetRanUnseen = "scaleset-ran-unseen"
+
+// askScaleSetRanUnseen is changeScaleSetRanUnseen's one GetVersion call, for its gate.
+func askScaleSetRanUnseen(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeScaleSetRanUnseen, workflow.DefaultVersion, 1)
+}
 
 // changeScaleSetStatisticsFirst gates the set's statistics as the truth of its demand: a
 // job a later message assigns again after an earlier one completed it is open again
@@ -31,6 +41,11 @@ const changeScaleSetRanUnseen = "scaleset-ran-unseen"
 // lapses), and the statistics a session opens with are taken. Asked only by a scale-set
 // pool, when a message or a session's statistics arrive, or its hold is tended.
 const changeScaleSetStatisticsFirst = "scaleset-statistics-first"
+
+// askScaleSetStatisticsFirst is changeScaleSetStatisticsFirst's one GetVersion call, for its gate.
+func askScaleSetStatisticsFirst(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeScaleSetStatisticsFirst, workflow.DefaultVersion, 1)
+}
 
 // changeScaleSetAcquiredAssigned gates folding the jobs the listener acquired into the ledger
 // as assigned when their message arrives (ApplyScaleSetAcquired): before it they counted only
@@ -59,16 +74,10 @@ type scaleSetDemand struct {
 
 func newScaleSetDemand(p *poolRun) *scaleSetDemand {
 	return &scaleSetDemand{
-		poolRun: p,
-		pools: gate{ask: func(ctx workflow.Context) workflow.Version {
-			return workflow.GetVersion(ctx, changeScaleSetPools, workflow.DefaultVersion, 1)
-		}},
-		ranUnseen: gate{ask: func(ctx workflow.Context) workflow.Version {
-			return workflow.GetVersion(ctx, changeScaleSetRanUnseen, workflow.DefaultVersion, 1)
-		}},
-		statisticsFirst: gate{ask: func(ctx workflow.Context) workflow.Version {
-			return workflow.GetVersion(ctx, changeScaleSetStatisticsFirst, workflow.DefaultVersion, 1)
-		}},
+		poolRun:         p,
+		pools:           gate{ask: askScaleSetPools},
+		ranUnseen:       gate{ask: askScaleSetRanUnseen},
+		statisticsFirst: gate{ask: askScaleSetStatisticsFirst},
 	}
 }
 
