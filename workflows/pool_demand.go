@@ -9,8 +9,8 @@ import "time"
 //   - pullDemand (pool_pull.go, pool_pull_shared.go): GitHub's queued and in-progress jobs,
 //     read on the pool's timer or through the repositories' shared pull workflows, counted
 //     with the reservations (DecidePull);
-//   - scaleSetDemand (pool_scaleset.go): the runner scale set's messages and statistics,
-//     handed over by the set's listener (ScaleSetDemand).
+//   - scaleSetDemand (pool_scaleset.go, pool_scaleset_set.go): the runner scale set's
+//     messages and statistics, handed over by the set's listener (ScaleSetDemand).
 //
 // The loop asks whichever it is the same things, in the same places: tend before the decision,
 // want for it, wake and busy before it waits or continues as new, status for QueryStatus.
