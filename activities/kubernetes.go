@@ -46,6 +46,7 @@ func (a *KubernetesActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ListRunnerObjects, activity.RegisterOptions{Name: workflows.ActivityListRunnerObjects})
 	r.RegisterActivityWithOptions(a.StartWarmRunner, activity.RegisterOptions{Name: workflows.ActivityStartWarmRunner})
 	r.RegisterActivityWithOptions(a.DeleteWarmSecrets, activity.RegisterOptions{Name: workflows.ActivityDeleteWarmSecrets})
+	r.RegisterActivityWithOptions(a.CopyWarmRunnerSecret, activity.RegisterOptions{Name: workflows.ActivityCopyWarmSecret})
 }
 
 // CreateRunnerPod creates the runner's pod, or adopts the one a previous attempt of this
@@ -174,7 +175,7 @@ func (a *KubernetesActivities) GetRunnerPod(ctx context.Context, in workflows.Po
 	}
 	return workflows.GetRunnerPodOutput{
 		Exists: true, Phase: workflows.PodPhase(pod.Status.Phase), Reason: pod.Status.Reason,
-		Deleting: pod.DeletionTimestamp != nil,
+		Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
 	}, nil
 }
 

@@ -48,6 +48,26 @@ func (a *KubernetesActivities) StartWarmRunner(ctx context.Context, in workflows
 	return workflows.StartWarmRunnerOutput{SecretName: podIn.Name, SecretUID: uid, Pod: created}, nil
 }
 
+// CopyWarmRunnerSecret writes the runner's own Secret in its namespace from its warm
+// registration's, once the runner's pod (created before, naming that Secret) is scheduled: the
+// credential reaches the runner's namespace only when the kubelet is about to read it. One
+// write; a retry adopts the copy an earlier attempt wrote. A warm Secret that is gone, or that
+// another workflow owns, fails for good (NotFound, NotOwned).
+func (a *KubernetesActivities) CopyWarmRunnerSecret(ctx context.Context, in workflows.CopyWarmSecretInput) (workflows.CopyWarmSecretOutput, error) {
+	if in.Secret.Namespace == "" || in.Secret.Name == "" || in.WorkflowID == "" || in.Warm.Name == "" {
+		return workflows.CopyWarmSecretOutput{}, temporal.NewNonRetryableApplicationError(
+			"copy warm secret: the runner's secret, its workflow id and the warm secret are required", workflows.ErrInvalidSpec, nil)
+	}
+	uid, err := a.copyWarmSecret(ctx, workflows.StartWarmRunnerInput{
+		Pod:  workflows.CreateRunnerPodInput{Pool: in.Pool, Name: in.Secret.Name, WorkflowID: in.WorkflowID, Namespace: in.Secret.Namespace},
+		Warm: in.Warm,
+	})
+	if err != nil {
+		return workflows.CopyWarmSecretOutput{}, err
+	}
+	return workflows.CopyWarmSecretOutput{SecretName: in.Secret.Name, SecretUID: uid}, nil
+}
+
 // copyWarmSecret returns the UID of the runner's own Secret, writing it from the warm one
 // unless an earlier attempt did.
 func (a *KubernetesActivities) copyWarmSecret(ctx context.Context, in workflows.StartWarmRunnerInput) (string, error) {

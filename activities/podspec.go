@@ -46,6 +46,10 @@ func buildRunnerPod(in workflows.CreateRunnerPodInput) (*corev1.Pod, error) {
 	pod.Annotations[runnerpod.AnnotationWorkflowID] = in.WorkflowID
 	pod.Annotations[runnerpod.AnnotationTemplateHash] = in.TemplateHash
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if in.SecretAfterScheduling {
+		// The pod watcher reports this pod's scheduling and start: its Secret follows them.
+		pod.Annotations[runnerpod.AnnotationSecretAfterScheduling] = "true"
+	}
 	if in.SecretUID != "" {
 		// The credential owns the pod: deleting the Secret ends the runner, and the cluster's
 		// garbage collector takes the pod with it (background propagation).

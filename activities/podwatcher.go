@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -26,6 +28,11 @@ import (
 // first. Nothing before that (Pending, Running) changes what a runner workflow does, and
 // nothing after it is news (the workflow ends its runner on the first), so those transitions
 // cost no signal.
+//
+// A pod created before its runner's Secret (runnerpod.AnnotationSecretAfterScheduling) costs
+// two signals more (SignalPodStart), because its workflow acts on them: when it is bound to a
+// node (the Secret is written then) and when it runs (its container holds the credential: the
+// Secret goes).
 //
 // One worker replica at a time runs it, elected through a Lease (ElectedPodWatcher): every
 // replica running its own would make each pod's end one billable signal per replica. A
@@ -61,12 +68,34 @@ type PodWatcher struct {
 // podEvent is one signal to send. Equal events waiting in the queue are sent once.
 type podEvent struct {
 	workflowID string
-	signal     workflows.PodStatusSignal
+	// name is the signal's: SignalPodStatus for a run's end, SignalPodStart for a start's step.
+	name   string
+	signal workflows.PodStatusSignal
 }
 
-// maxSignalRetries bounds retries of one signal when Temporal is unreachable; after that the
-// workflow's pod-check timer is the backstop.
+// maxSignalRetries bounds retries of one end signal (SignalPodStatus) when Temporal is
+// unreachable (about five seconds of backoff); after that the workflow's own checks are the
+// backstop. A start signal (SignalPodStart) is retried for as long as the watcher runs: its
+// workflow waits for it to write the runner's credential, and no check of its own reads the
+// pod before the registration timeout (minutes), so a start signal given up while Temporal
+// restarts would hold the runner back, and its job, that long. A new watcher (leader) re-lists
+// and sends it again (onAdd).
 const maxSignalRetries = 10
+
+// maxSignalRetryDelay caps the backoff between two tries of one signal, so a signal retried
+// through a Temporal restart reaches its workflow within seconds of the server's return.
+const maxSignalRetryDelay = 5 * time.Second
+
+// newSignalQueue is the watcher's queue: per-signal exponential backoff from 5 ms, capped at
+// maxDelay (maxSignalRetryDelay), and client-go's overall bucket (10 a second, bursts of 100).
+func newSignalQueue(maxDelay time.Duration) workqueue.TypedRateLimitingInterface[podEvent] {
+	limiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[podEvent](5*time.Millisecond, maxDelay),
+		&workqueue.TypedBucketRateLimiter[podEvent]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+		workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"})
+}
 
 // NewPodWatcher checks cfg and returns a watcher; Run starts it.
 func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
@@ -87,8 +116,7 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 // run starts from a full listing and a new queue, and an ended pod whose signal an earlier
 // run left unsent is found again by that listing.
 func (w *PodWatcher) Run(ctx context.Context) error {
-	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podEvent](),
-		workqueue.TypedRateLimitingQueueConfig[podEvent]{Name: "runnerflow-pod-watcher"})
+	w.queue = newSignalQueue(maxSignalRetryDelay)
 	selector := runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
 	factory := informers.NewSharedInformerFactoryWithOptions(w.cfg.Client, 0,
 		informers.WithNamespace(w.cfg.Namespace),
@@ -127,20 +155,44 @@ func (w *PodWatcher) Run(ctx context.Context) error {
 // whose run has already ended.
 func (w *PodWatcher) onAdd(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || !runEnded(pod) {
+	if !ok {
 		return
 	}
-	w.enqueue(pod, podSignal(pod))
+	switch {
+	case runEnded(pod):
+		w.enqueue(pod, workflows.SignalPodStatus, podSignal(pod))
+	case startStep(pod) > 0:
+		w.enqueue(pod, workflows.SignalPodStart, podSignal(pod))
+	}
 }
 
 // onUpdate reports the transition into an ended run, once.
 func (w *PodWatcher) onUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
 	pod, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || runEnded(old) || !runEnded(pod) {
+	if !ok1 || !ok2 || runEnded(old) {
 		return
 	}
-	w.enqueue(pod, podSignal(pod))
+	switch {
+	case runEnded(pod):
+		w.enqueue(pod, workflows.SignalPodStatus, podSignal(pod))
+	case startStep(pod) > startStep(old):
+		w.enqueue(pod, workflows.SignalPodStart, podSignal(pod))
+	}
+}
+
+// startStep is how far the start of a pod created before its Secret has come: 0 unscheduled
+// (or not such a pod), 1 bound to a node, 2 running. Each step is one signal.
+func startStep(pod *corev1.Pod) int {
+	switch {
+	case pod.Annotations[runnerpod.AnnotationSecretAfterScheduling] == "":
+		return 0
+	case pod.Status.Phase == corev1.PodRunning:
+		return 2
+	case pod.Spec.NodeName != "":
+		return 1
+	}
+	return 0
 }
 
 // onDelete reports the pod gone, also when the informer only learned of it from a re-list,
@@ -156,15 +208,15 @@ func (w *PodWatcher) onDelete(obj any) {
 	}
 	sig := podSignal(pod)
 	sig.Phase = workflows.PodGone
-	w.enqueue(pod, sig)
+	w.enqueue(pod, workflows.SignalPodStatus, sig)
 }
 
-func (w *PodWatcher) enqueue(pod *corev1.Pod, sig workflows.PodStatusSignal) {
+func (w *PodWatcher) enqueue(pod *corev1.Pod, name string, sig workflows.PodStatusSignal) {
 	id := pod.Annotations[runnerpod.AnnotationWorkflowID]
 	if id == "" {
 		return // labelled as ours but not made by a runner workflow: nobody to tell
 	}
-	w.queue.Add(podEvent{workflowID: id, signal: sig})
+	w.queue.Add(podEvent{workflowID: id, name: name, signal: sig})
 }
 
 // runEnded is true once the pod's run is over: it succeeded or failed, or its deletion began.
@@ -175,7 +227,7 @@ func runEnded(pod *corev1.Pod) bool {
 func podSignal(pod *corev1.Pod) workflows.PodStatusSignal {
 	return workflows.PodStatusSignal{
 		Pod: pod.Name, UID: string(pod.UID), Phase: workflows.PodPhase(pod.Status.Phase),
-		Reason: pod.Status.Reason, Deleting: pod.DeletionTimestamp != nil,
+		Reason: pod.Status.Reason, Deleting: pod.DeletionTimestamp != nil, Scheduled: pod.Spec.NodeName != "",
 	}
 }
 
@@ -186,7 +238,7 @@ func (w *PodWatcher) sendNext(ctx context.Context) bool {
 		return false
 	}
 	defer w.queue.Done(ev)
-	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", workflows.SignalPodStatus, ev.signal)
+	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", ev.name, ev.signal)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil, errors.As(err, &notFound):
@@ -194,7 +246,7 @@ func (w *PodWatcher) sendNext(ctx context.Context) bool {
 		w.queue.Forget(ev)
 	case ctx.Err() != nil:
 		w.queue.Forget(ev)
-	case w.queue.NumRequeues(ev) < maxSignalRetries:
+	case ev.name == workflows.SignalPodStart || w.queue.NumRequeues(ev) < maxSignalRetries:
 		w.log.Warn("Cannot signal runner workflow; retrying", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
 		w.queue.AddRateLimited(ev)
 	default:

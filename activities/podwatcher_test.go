@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -154,5 +155,67 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatalf("condition not met within 30s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flakySignaler fails every signal until up is set, as a Temporal server that is restarting.
+type flakySignaler struct {
+	mu       sync.Mutex
+	failures map[string]int // by signal name
+	up       bool
+	sent     []string
+}
+
+func (f *flakySignaler) SignalWorkflow(_ context.Context, workflowID, _, name string, _ any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up {
+		f.failures[name]++
+		return serviceerror.NewUnavailable("connection refused")
+	}
+	f.sent = append(f.sent, name+" "+workflowID)
+	return nil
+}
+
+func (f *flakySignaler) failed(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures[name]
+}
+
+func TestPodWatcherRetriesAStartSignalUntilTemporalAnswers(t *testing.T) {
+	sig := &flakySignaler{failures: map[string]int{}}
+	w, err := NewPodWatcher(PodWatcherConfig{Client: fake.NewClientset(), Temporal: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.queue = newSignalQueue(time.Millisecond) // the backoff's cap is not under test
+	defer w.queue.ShutDown()
+	start := podEvent{workflowID: "runner/pool-a/pool-a-ab12-1", name: workflows.SignalPodStart, signal: workflows.PodStatusSignal{Scheduled: true}}
+	end := podEvent{workflowID: "runner/pool-a/pool-a-ab12-2", name: workflows.SignalPodStatus, signal: workflows.PodStatusSignal{Phase: workflows.PodFailed}}
+	w.queue.Add(start)
+	w.queue.Add(end)
+	// Temporal down through every try an end signal gets: the end signal is given up (its
+	// workflow's own checks find the pod's end), the start signal is not.
+	tries := maxSignalRetries + 1
+	for sig.failed(workflows.SignalPodStart) < tries || sig.failed(workflows.SignalPodStatus) < tries {
+		if !w.sendNext(t.Context()) {
+			t.Fatal("queue shut down")
+		}
+	}
+	if w.queue.NumRequeues(start) == 0 {
+		t.Fatalf("the start signal was given up after %d tries", sig.failed(workflows.SignalPodStart))
+	}
+	sig.mu.Lock()
+	sig.up = true
+	sig.mu.Unlock()
+	for len(sig.sent) == 0 {
+		w.sendNext(t.Context())
+	}
+	if want := []string{workflows.SignalPodStart + " " + start.workflowID}; !slices.Equal(sig.sent, want) {
+		t.Errorf("sent %v once Temporal answered, want %v", sig.sent, want)
+	}
+	if n := w.queue.Len(); n != 0 {
+		t.Errorf("%d signals still queued", n)
 	}
 }

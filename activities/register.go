@@ -142,6 +142,12 @@ func (a *GitHubActivities) adoptRegistration(ctx context.Context, in workflows.R
 		return workflows.RegisterRunnerOutput{}, false, nil
 	}
 	adopted := workflows.RegisterRunnerOutput{RunnerID: id, SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}
+	if in.PodFirst {
+		// The pod was waiting for this Secret and may have run its job with it already: a
+		// retry after an attempt whose result never reached the workflow (a Temporal restart)
+		// must not mint a second registration that no pod ever uses.
+		return adopted, true, nil
+	}
 	if in.Pod != nil {
 		// An earlier attempt that got as far as the pod handed it this registration: the
 		// registration is that pod's, whatever GitHub says of it now (GitHub removes an

@@ -137,6 +137,29 @@ func TestRegisterRunnerMintsAgainWhenTheRegistrationIsGone(t *testing.T) {
 	}
 }
 
+// A runner whose pod came first (changeSecretAfterScheduling) may have run its job with the
+// registration an earlier attempt wrote, and GitHub then removed it: a retry adopts it rather
+// than mint one that no pod would use, left at GitHub for good.
+func TestRegisterRunnerForAWaitingPodAdoptsWhatItWroteEvenWhenGone(t *testing.T) {
+	e := newEnv(t)
+	in := e.registration("pool-a-ab12-6")
+	in.PodFirst = true
+	first, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.api.RemoveRunner(e.ctx, acme, first.RunnerID); err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.gha.RegisterRunner(e.ctx, in)
+	if err != nil || !second.Adopted || second.RunnerID != first.RunnerID {
+		t.Fatalf("second = %+v, %v; want the first registration adopted", second, err)
+	}
+	if left, err := e.api.ListRunners(e.ctx, acme, in.Name); err != nil || len(left) != 0 {
+		t.Errorf("GitHub has %+v (%v) named %s, want no registration minted again", left, err, in.Name)
+	}
+}
+
 func TestRegisterRunnerTokenMode(t *testing.T) {
 	e := newEnv(t)
 	in := e.registration("pool-a-ab12-6")

@@ -162,17 +162,41 @@ func (a *ScaleSetActivities) DeleteScaleSet(ctx context.Context, in workflows.De
 }
 
 // RemoveScaleSetRunner removes a set's runner; the service refuses while its job runs
-// (RunnerBusy, retried by ScaleSetRunnerRemovalPolicy). One already gone is removed.
+// (RunnerBusy, retried by ScaleSetRunnerRemovalPolicy). One already gone is removed. Without
+// its id, the runner is looked up by name in its set: none there is removed already.
 func (a *ScaleSetActivities) RemoveScaleSetRunner(ctx context.Context, in workflows.RemoveScaleSetRunnerInput) (workflows.RemoveScaleSetRunnerOutput, error) {
 	ctx, ans, c, err := a.client(ctx, in.Scope)
 	if err != nil {
 		return workflows.RemoveScaleSetRunnerOutput{}, err
 	}
-	err = a.classify(in.Scope, callScaleSetRunner, c.RemoveRunner(ctx, in.RunnerID), ans)
+	id := in.RunnerID
+	if id == 0 {
+		if id, err = a.scaleSetRunnerNamed(ctx, c, ans, in); err != nil || id == 0 {
+			return workflows.RemoveScaleSetRunnerOutput{}, err
+		}
+	}
+	err = a.classify(in.Scope, callScaleSetRunner, c.RemoveRunner(ctx, id), ans)
 	if isErrType(err, workflows.ErrNotFound) {
 		return workflows.RemoveScaleSetRunnerOutput{}, nil
 	}
 	return workflows.RemoveScaleSetRunnerOutput{Removed: err == nil}, err
+}
+
+// scaleSetRunnerNamed is the id of the set's runner named in.Name, 0 if the service has none
+// there; a runner of that name in another set is not this workflow's, and is left alone.
+func (a *ScaleSetActivities) scaleSetRunnerNamed(ctx context.Context, c *scaleset.Client, ans *answer, in workflows.RemoveScaleSetRunnerInput) (int64, error) {
+	if in.Name == "" || in.ScaleSetID == 0 {
+		return 0, temporal.NewNonRetryableApplicationError(
+			"removing a scale-set runner takes its id, or its name and its set", workflows.ErrInvalidSpec, nil)
+	}
+	r, err := c.GetRunnerByName(ctx, in.Name)
+	if err != nil {
+		return 0, a.classify(in.Scope, callScaleSetRunner, err, ans)
+	}
+	if r == nil || int64(r.RunnerScaleSetID) != in.ScaleSetID {
+		return 0, nil
+	}
+	return int64(r.ID), nil
 }
 
 // CreateScaleSetRunner mints a runner's JIT configuration from the set and writes it straight
@@ -219,7 +243,7 @@ func (a *ScaleSetActivities) CreateScaleSetRunner(ctx context.Context, in workfl
 }
 
 // adoptScaleSetRunner keeps the runner an earlier attempt wrote into our Secret, if the
-// service still has it.
+// service still has it or the runner's pod may have used it (PodFirst).
 func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scaleset.Client, ans *answer, in workflows.CreateScaleSetRunnerInput, existing *corev1.Secret) (workflows.CreateScaleSetRunnerOutput, bool, error) {
 	if existing == nil || len(existing.Data[runnerpod.SecretKeyJITConfig]) == 0 {
 		return workflows.CreateScaleSetRunnerOutput{}, false, nil
@@ -228,6 +252,10 @@ func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scalese
 	if err != nil || id == 0 {
 		return workflows.CreateScaleSetRunnerOutput{}, false, nil
 	}
+	adopted := workflows.CreateScaleSetRunnerOutput{RunnerID: int64(id), SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}
+	if in.PodFirst {
+		return adopted, true, nil // the pod may have used it already (RegisterRunner's PodFirst)
+	}
 	_, err = c.GetRunner(ctx, id)
 	switch {
 	case errors.Is(err, scaleset.RunnerNotFoundError):
@@ -235,7 +263,7 @@ func (a *ScaleSetActivities) adoptScaleSetRunner(ctx context.Context, c *scalese
 	case err != nil:
 		return workflows.CreateScaleSetRunnerOutput{}, false, a.classify(in.Scope, callScaleSetRunner, err, ans)
 	}
-	return workflows.CreateScaleSetRunnerOutput{RunnerID: int64(id), SecretName: existing.Name, SecretUID: string(existing.UID), Adopted: true}, true, nil
+	return adopted, true, nil
 }
 
 // clearScaleSetName handles "the name exists": a runner of that name in this set is a leftover

@@ -210,6 +210,33 @@ func TestRemoveScaleSetRunnerRefusesABusyRunner(t *testing.T) {
 	}
 }
 
+// A runner whose id never reached its workflow is removed by its name, only from its own set;
+// none of that name is removed already.
+func TestRemoveScaleSetRunnerByName(t *testing.T) {
+	e := newScaleSetEnv(t, githubdouble.Config{})
+	set := e.ensure("named-set", "named")
+	other := e.ensure("other-set", "other")
+	out, err := e.ssa.CreateScaleSetRunner(e.ctx, e.runnerInput(set.ScaleSetID, "ss-4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := func(setID int64) workflows.RemoveScaleSetRunnerInput {
+		return workflows.RemoveScaleSetRunnerInput{Scope: acme, Name: "ss-4", ScaleSetID: setID}
+	}
+	if res, err := e.ssa.RemoveScaleSetRunner(e.ctx, byName(other.ScaleSetID)); err != nil || res.Removed {
+		t.Fatalf("by name in another set = %+v, %v; want nothing removed", res, err)
+	}
+	if res, err := e.ssa.RemoveScaleSetRunner(e.ctx, byName(set.ScaleSetID)); err != nil || !res.Removed {
+		t.Fatalf("by name in its set = %+v, %v; want runner %d removed", res, err, out.RunnerID)
+	}
+	if res, err := e.ssa.RemoveScaleSetRunner(e.ctx, byName(set.ScaleSetID)); err != nil || res.Removed {
+		t.Errorf("by name once gone = %+v, %v; want removed already", res, err)
+	}
+	if _, err := e.ssa.RemoveScaleSetRunner(e.ctx, workflows.RemoveScaleSetRunnerInput{Scope: acme}); errType(err) != workflows.ErrInvalidSpec {
+		t.Errorf("neither id nor name: %v, want %s", err, workflows.ErrInvalidSpec)
+	}
+}
+
 func TestClassifyActionsServiceAnswers(t *testing.T) {
 	e := newScaleSetEnv(t, githubdouble.Config{})
 	set := e.ensure("faults", "faults")

@@ -327,6 +327,9 @@ func runWarmRunner(t *testing.T, in workerInstall, run func(name string, in, out
 		SecretName: name, Mode: workflows.RegistrationJIT, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "runner", Image: "ghcr.io/actions/actions-runner:2.328.0"}}}}}
 	run(workflows.ActivityStartWarmRunner, workflows.StartWarmRunnerInput{Pod: pod, Warm: workflows.SecretRef{Namespace: in.warmNS, Name: name}}, nil)
+	// A pod-first runner's copy, written once its pod is scheduled (here over the one above).
+	run(workflows.ActivityCopyWarmSecret, workflows.CopyWarmSecretInput{Secret: workflows.SecretRef{Namespace: ns, Name: name},
+		Pool: "rbac", WorkflowID: wfID, Warm: workflows.SecretRef{Namespace: in.warmNS, Name: name}}, nil)
 	run(workflows.ActivityDeleteWarmSecrets, workflows.DeleteWarmSecretsInput{Namespace: in.warmNS, Pool: "rbac", Names: []string{name}}, nil)
 	run(workflows.ActivityListRunnerObjects, workflows.ListRunnerObjectsInput{Namespace: in.warmNS, Kinds: []workflows.OrphanKind{workflows.KindSecret}}, nil)
 	run(workflows.ActivityDeleteRunnerSecret, workflows.SecretRef{Namespace: in.warmNS, Name: name}, nil)

@@ -77,4 +77,5 @@ var Changes = []Change{
 	{changeScaleSetLeaveAfterRunners, PoolWorkflowType, "v7", "a set the pool moved on from is deleted once the runners it had then have ended, not at once"},
 	{changeScaleSetHandOverAcquired, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool, with a message, the jobs it acquired after reading it"},
 	{changeScaleSetAcquiredAssigned, PoolWorkflowType, "v7", "a scale-set pool counts the jobs its listener acquired as assigned when their message arrives, not when their assigned messages do"},
+	{changeSecretAfterScheduling, RunnerWorkflowType, "v7", "a JIT runner's pod comes first; its Secret is written once the pod is scheduled and deleted once the runner started, and its end deletes the pod"},
 }

@@ -92,6 +92,10 @@ const (
 const (
 	// SignalPodStatus carries a pod transition from the pod watcher (PodStatusSignal).
 	SignalPodStatus = "pod-status"
+	// SignalPodStart carries the scheduling and the start of a pod created before its Secret
+	// (PodStatusSignal with Scheduled; changeSecretAfterScheduling): its Secret follows them.
+	// Apart from SignalPodStatus, which stays one signal per pod end.
+	SignalPodStart = "pod-start"
 	// SignalRunnerStatus carries the runner's GitHub-side status from a runner listing (RunnerStatusSignal).
 	SignalRunnerStatus = "runner-status"
 	// SignalJobStarted and SignalJobCompleted are forwarded by the starter from workflow_job

@@ -198,6 +198,23 @@ var RegistrationCheckPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2
 var PodCheckPolicy = activityOptions(TaskQueue, 30*time.Second, 2*time.Minute,
 	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
+// CredentialStepPolicy, CredentialRegistrationPolicy and CredentialScaleSetRegistrationPolicy:
+// a pod-first runner's credential steps (changeSecretAfterScheduling: the warm copy or the
+// registration into its Secret, at GitHub or at the runner's scale set, the Secret's deletion
+// once the runner started) give up after ClusterLostAfter, so a cluster that stops answering
+// mid-step cannot hold its runner in the step (the Kubernetes, GitHub and scale-set policies
+// retry for an hour or more) past the cluster-lost verdict. The runner then reads its pod
+// first (a registration check RegistrationRecheckInterval later) and takes the step up again
+// once the pod answers; a GitHub wait longer than this (a spent budget) is taken up the same way.
+var (
+	CredentialStepPolicy = activityOptions(TaskQueue, 30*time.Second, ClusterLostAfter,
+		backoff(500*time.Millisecond, 30*time.Second, retryNonRetryable))
+	CredentialRegistrationPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, ClusterLostAfter,
+		backoff(time.Second, time.Minute, retryNonRetryable))
+	CredentialScaleSetRegistrationPolicy = activityOptions(ScaleSetTaskQueue, 30*time.Second, ClusterLostAfter,
+		backoff(time.Second, time.Minute, scaleSetNonRetryable))
+)
+
 // ClusterLostAfter: a named cluster that no pod read has reached for this long (from the start
 // of the first read that failed) is taken as lost by a runner that never came online there:
 // it leaves, and its pool places another runner on a cluster that answers. A read fails only

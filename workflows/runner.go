@@ -133,6 +133,8 @@ func (r *runner) run(ctx workflow.Context) (RunnerResult, error) {
 			return r.finish(ctx, end)
 		case endClusterLost:
 			return r.leaveLostCluster(ctx, end)
+		case endFailed:
+			return r.fail(ctx, end.failure)
 		}
 		if workflow.GetVersion(ctx, changeNeverOnlineEnds, workflow.DefaultVersion, 1) >= 1 {
 			return r.neverOnline(ctx, end)
@@ -184,6 +186,12 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		Template: spec.Template, TemplateHash: spec.TemplateHash, Mode: r.mode, SlotVolumes: r.in.SlotVolumes,
 		Labels: spec.Labels, RunnerGroup: spec.RunnerGroup, Ephemeral: spec.Ephemeral, WorkFolder: spec.WorkFolder,
 	}
+	apartCopy := warm && r.reg.apart(spec.Namespace) &&
+		workflow.GetVersion(ctx, changeWarmApartCopy, workflow.DefaultVersion, 1) >= 1
+	if r.mode == RegistrationJIT && (!warm || apartCopy) &&
+		workflow.GetVersion(ctx, changeSecretAfterScheduling, workflow.DefaultVersion, 1) >= 1 {
+		return r.startPodFirst(ctx, podIn)
+	}
 	var pod *CreateRunnerPodOutput
 	if !warm {
 		regIn := RegisterRunnerInput{
@@ -201,8 +209,7 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		}
 		r.registered, r.reg, pod = true, reg, reg.Pod
 	}
-	if warm && r.reg.apart(spec.Namespace) &&
-		workflow.GetVersion(ctx, changeWarmApartCopy, workflow.DefaultVersion, 1) >= 1 {
+	if apartCopy {
 		podIn.SecretName = r.in.Name
 		out, err := startWarmRunner(ctx, StartWarmRunnerInput{
 			Pod: podIn, Warm: SecretRef{Cluster: r.in.Cluster, Namespace: r.reg.SecretNamespace, Name: r.reg.SecretName},
@@ -223,13 +230,7 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		}
 		pod = &created
 	}
-	r.podUID = pod.UID
-	now := workflow.Now(ctx)
-	r.obs.AttemptStart, r.obs.LastPodCheck = now, now
-	r.obs.PodCreatedAt = pod.CreatedAt
-	if r.obs.PodCreatedAt.IsZero() {
-		r.obs.PodCreatedAt = now
-	}
+	r.notePod(ctx, *pod)
 	if r.secretOwnsPod() {
 		return nil // the pod was created owned by its Secret
 	}
@@ -239,6 +240,18 @@ func (r *runner) registerAndStart(ctx workflow.Context) error {
 		return fmt.Errorf("set runner secret owner: %w", err)
 	}
 	return nil
+}
+
+// notePod records this attempt's pod: the registration timeout and the pod check count from
+// its creation.
+func (r *runner) notePod(ctx workflow.Context, pod CreateRunnerPodOutput) {
+	r.podUID = pod.UID
+	now := workflow.Now(ctx)
+	r.obs.AttemptStart, r.obs.LastPodCheck = now, now
+	r.obs.PodCreatedAt = pod.CreatedAt
+	if r.obs.PodCreatedAt.IsZero() {
+		r.obs.PodCreatedAt = now
+	}
 }
 
 // keepRegistrationOf takes the registration a failed RegisterRunner made before its pod
@@ -254,7 +267,7 @@ func (r *runner) keepRegistrationOf(err error) {
 // secretOwnsPod is true when this attempt's pod is (or is to be) created owned by the runner's
 // Secret: deleting the Secret then removes the pod too.
 func (r *runner) secretOwnsPod() bool {
-	return r.lean && r.reg.SecretUID != ""
+	return r.lean && r.reg.SecretUID != "" && r.obs.Credential == ""
 }
 
 // finish removes a runner whose work is over: unregister (retried while GitHub says busy, so
@@ -410,6 +423,10 @@ const (
 	changeWarmApartCopy       = "warm-apart-copy"
 	changeConfirmGone         = "confirm-gone-by-id"
 	changeClusterLost         = "cluster-lost-hands-back"
+	// changeSecretAfterScheduling: a JIT runner's pod comes first; its credential reaches the
+	// namespace once the pod is scheduled and leaves it once the runner started
+	// (runner_credential.go).
+	changeSecretAfterScheduling = "secret-after-scheduling"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.

@@ -38,6 +38,9 @@ const (
 	// owned by it, so the credential reaches the runner's namespace only when its runner
 	// starts.
 	ActivityStartWarmRunner = "StartWarmRunner"
+	// ActivityCopyWarmSecret writes a runner's own Secret in its namespace from its warm
+	// registration's (its pod exists and is scheduled: changeSecretAfterScheduling).
+	ActivityCopyWarmSecret = "CopyWarmRunnerSecret"
 	// ActivityDeleteWarmSecrets deletes warm registrations' Secrets whose runners took copies,
 	// many in one request (a DeleteCollection by their names); none left is success.
 	ActivityDeleteWarmSecrets = "DeleteWarmSecrets"
@@ -68,6 +71,12 @@ type RegisterRunnerInput struct {
 	// (kept apart from every runner's pod) rather than into Namespace, and says which in
 	// RegisterRunnerOutput.SecretNamespace. Workers before this field write into Namespace.
 	Warm bool `json:"warm,omitempty"`
+	// PodFirst: the runner's pod exists already, created before its Secret
+	// (changeSecretAfterScheduling), and its kubelet reads the Secret as soon as it is written.
+	// A registration an earlier attempt wrote into the Secret is then that pod's whatever GitHub
+	// says of it now (an ephemeral runner's is removed once it ran its job): it is adopted,
+	// never minted again beside the one the pod used.
+	PodFirst bool `json:"podFirst,omitempty"`
 }
 
 // RegisterRunnerOutput names what the registration created; never the credential itself.
@@ -145,6 +154,10 @@ type CreateRunnerPodInput struct {
 	RunnerGroup string   `json:"runnerGroup,omitempty"`
 	Ephemeral   bool     `json:"ephemeral,omitempty"`
 	WorkFolder  string   `json:"workFolder,omitempty"`
+	// SecretAfterScheduling marks a pod created before its Secret
+	// (runnerpod.AnnotationSecretAfterScheduling): the pod watcher then reports its scheduling
+	// and its start too. SecretUID is empty for such a pod: it outlives its Secret.
+	SecretAfterScheduling bool `json:"secretAfterScheduling,omitempty"`
 }
 
 // CreateRunnerPodOutput identifies the created (or adopted) pod.
@@ -183,6 +196,8 @@ type GetRunnerPodOutput struct {
 	Phase    PodPhase `json:"phase,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
 	Deleting bool     `json:"deleting,omitempty"`
+	// Scheduled is true once the pod is bound to a node; false from workers before it.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // SecretRef names one runner Secret.
@@ -207,6 +222,22 @@ type StartWarmRunnerOutput struct {
 	SecretName string                `json:"secretName"`
 	SecretUID  string                `json:"secretUid"`
 	Pod        CreateRunnerPodOutput `json:"pod"`
+}
+
+// CopyWarmSecretInput writes one runner's Secret from its warm registration's.
+type CopyWarmSecretInput struct {
+	// Secret is the runner's own Secret to write (its name is the runner's).
+	Secret     SecretRef `json:"secret"`
+	Pool       string    `json:"pool"`
+	WorkflowID string    `json:"workflowId"`
+	// Warm is the warm registration's Secret; it must name WorkflowID as its owner.
+	Warm SecretRef `json:"warm"`
+}
+
+// CopyWarmSecretOutput names the runner's own Secret; never the credential.
+type CopyWarmSecretOutput struct {
+	SecretName string `json:"secretName"`
+	SecretUID  string `json:"secretUid"`
 }
 
 // DeleteWarmSecretsInput names warm registrations' Secrets in one namespace, all of one pool.
@@ -274,6 +305,20 @@ func deleteRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
 
 func startWarmRunner(ctx workflow.Context, in StartWarmRunnerInput) (StartWarmRunnerOutput, error) {
 	return runActivity[StartWarmRunnerInput, StartWarmRunnerOutput](ctx, ForCluster(KubernetesActivityPolicy, in.Pod.Cluster), ActivityStartWarmRunner, in)
+}
+
+func copyWarmSecret(ctx workflow.Context, in CopyWarmSecretInput) (CopyWarmSecretOutput, error) {
+	return runActivity[CopyWarmSecretInput, CopyWarmSecretOutput](ctx, ForCluster(CredentialStepPolicy, in.Secret.Cluster), ActivityCopyWarmSecret, in)
+}
+
+// registerIntoWaitingPod is RegisterRunner for a pod created first (changeSecretAfterScheduling).
+func registerIntoWaitingPod(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
+	return runActivity[RegisterRunnerInput, RegisterRunnerOutput](ctx, ForCluster(CredentialRegistrationPolicy, in.Cluster), ActivityRegisterRunner, in)
+}
+
+// retireRunnerSecret deletes the Secret of a runner that started (changeSecretAfterScheduling).
+func retireRunnerSecret(ctx workflow.Context, in SecretRef) (Nothing, error) {
+	return runActivity[SecretRef, Nothing](ctx, ForCluster(CredentialStepPolicy, in.Cluster), ActivityDeleteRunnerSecret, in)
 }
 
 func deleteWarmSecrets(ctx workflow.Context, in DeleteWarmSecretsInput) (Nothing, error) {

@@ -60,7 +60,25 @@ func newRunnerHarness(t *testing.T) *runnerHarness {
 }
 
 // newRunnerHarnessIn builds the harness in a suite the test prepared (e.g. with a metrics handler).
+// Its runners write their Secret before their pod, as histories before
+// changeSecretAfterScheduling do: the tests of everything else keep that order, and
+// runner_credential_test.go (newPodFirstHarness) tests the pod-first one.
 func newRunnerHarnessIn(t *testing.T, suite *testsuite.WorkflowTestSuite) *runnerHarness {
+	t.Helper()
+	h := buildRunnerHarness(t, suite)
+	// Maybe: token-mode runners and invalid inputs never ask.
+	h.env.OnGetVersion(changeSecretAfterScheduling, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion).Maybe()
+	return h
+}
+
+// newPodFirstHarness is the harness with its runners' pods created before their Secrets
+// (changeSecretAfterScheduling).
+func newPodFirstHarness(t *testing.T) *runnerHarness {
+	t.Helper()
+	return buildRunnerHarness(t, &testsuite.WorkflowTestSuite{})
+}
+
+func buildRunnerHarness(t *testing.T, suite *testsuite.WorkflowTestSuite) *runnerHarness {
 	t.Helper()
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	h := &runnerHarness{t: t, env: suite.NewTestWorkflowEnvironment()}
@@ -75,6 +93,7 @@ func newRunnerHarnessIn(t *testing.T, suite *testsuite.WorkflowTestSuite) *runne
 	registerRunnerStub[PodRef, GetRunnerPodOutput](h, ActivityGetRunnerPod)
 	registerRunnerStub[PodRef, Nothing](h, ActivityDeleteRunnerPod)
 	registerRunnerStub[SecretRef, Nothing](h, ActivityDeleteRunnerSecret)
+	registerRunnerStub[CopyWarmSecretInput, CopyWarmSecretOutput](h, ActivityCopyWarmSecret)
 	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -38,6 +38,12 @@ const (
 	// actConfirmGone: a listing no longer had the runner; ask GitHub by its id
 	// (changeConfirmGone).
 	actConfirmGone
+	// actWriteCredential: the pod, created before its Secret, is scheduled: register (or copy
+	// the warm registration) into its Secret now (changeSecretAfterScheduling).
+	actWriteCredential
+	// actRetireCredential: the runner's container started or its runner connected: its Secret
+	// has served and is deleted (changeSecretAfterScheduling).
+	actRetireCredential
 )
 
 // endKind says how a runner's watch ended.
@@ -60,6 +66,8 @@ const (
 	// never came online; leave the cluster, for the pool to place another runner on one that
 	// answers (changeClusterLost).
 	endClusterLost
+	// endFailed: an activity of the watch failed for good (ending.failure); fail the runner.
+	endFailed
 )
 
 // ending says why a runner's watch ended and what its cleanup needs.
@@ -71,6 +79,8 @@ type ending struct {
 	githubDone bool
 	// force: the operator force-removed the runner; it leaves pod first, even mid-job.
 	force bool
+	// failure is endFailed's cause.
+	failure error
 }
 
 // step is the loop's next move.
@@ -104,6 +114,9 @@ func (o *RunnerObservations) recordPod(s PodStatusSignal, uid string, now time.T
 	o.LastPodCheck = now
 	if s.Deleting {
 		o.PodDeleting = true
+	}
+	if s.Scheduled {
+		o.PodScheduled = true
 	}
 	if podRank(s.Phase) > podRank(o.PodPhase) {
 		o.PodPhase = s.Phase
@@ -238,6 +251,9 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 	if end, ok := o.ended(lim); ok {
 		return step{action: actEnd, end: end}
 	}
+	if act, ok := o.credentialDue(); ok {
+		return step{action: act}
+	}
 	var until time.Time
 	if !o.GoneAsk.IsZero() {
 		if !now.Before(o.GoneAsk) {
@@ -277,6 +293,25 @@ func (o *RunnerObservations) next(now time.Time, lim watchLimits) step {
 		until = earliest(until, deadline)
 	}
 	return step{action: actWait, until: until}
+}
+
+// credentialDue says what a pod created before its Secret (changeSecretAfterScheduling) needs
+// now: its credential once it is scheduled — a kubelet that finds the Secret missing keeps the
+// container waiting (CreateContainerConfigError) and tries again — and the Secret's deletion
+// once the container started (its environment holds the credential; a pod that restarts no
+// container needs it no more) or the runner connected, whichever is heard first.
+func (o *RunnerObservations) credentialDue() (action, bool) {
+	started := podRank(o.PodPhase) >= podRank(PodRunning)
+	switch {
+	case !o.PodUnreadSince.IsZero():
+		// The cluster has not answered a pod read or a credential step since: a pod read that
+		// succeeds (a registration check) comes first.
+	case o.Credential == CredentialAwaitingNode && (o.PodScheduled || started):
+		return actWriteCredential, true
+	case o.Credential == CredentialInNamespace && (started || o.Online):
+		return actRetireCredential, true
+	}
+	return actWait, false
 }
 
 // earliest returns the earlier of a (zero means unset) and b.

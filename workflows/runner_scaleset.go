@@ -12,12 +12,19 @@ import (
 // register registers the runner: at the scale set (its JIT configuration written into the
 // runner's Secret; the pod is created next, owned by that Secret), or through REST.
 func (r *runner) register(ctx workflow.Context, in RegisterRunnerInput) (RegisterRunnerOutput, error) {
+	if r.in.Spec.ScaleSetID == 0 && in.PodFirst {
+		return registerIntoWaitingPod(ctx, in)
+	}
 	if r.in.Spec.ScaleSetID == 0 {
 		return registerRunner(ctx, in)
 	}
-	out, err := runActivity[CreateScaleSetRunnerInput, CreateScaleSetRunnerOutput](ctx, ScaleSetActivityPolicy, ActivityCreateScaleSetRunner, CreateScaleSetRunnerInput{
+	policy := ScaleSetActivityPolicy
+	if in.PodFirst {
+		policy = CredentialScaleSetRegistrationPolicy // a step of the credential window, bounded as REST's
+	}
+	out, err := runActivity[CreateScaleSetRunnerInput, CreateScaleSetRunnerOutput](ctx, policy, ActivityCreateScaleSetRunner, CreateScaleSetRunnerInput{
 		Pool: in.Pool, Name: in.Name, WorkflowID: in.WorkflowID, Namespace: in.Namespace,
-		Scope: in.Scope, ScaleSetID: r.in.Spec.ScaleSetID, WorkFolder: in.WorkFolder,
+		Scope: in.Scope, ScaleSetID: r.in.Spec.ScaleSetID, WorkFolder: in.WorkFolder, PodFirst: in.PodFirst,
 	})
 	if err != nil {
 		return RegisterRunnerOutput{}, err
@@ -42,7 +49,12 @@ func (r *runner) unregister(ctx workflow.Context, forced bool) error {
 	if forced {
 		policy = ScaleSetForcedRunnerRemovalPolicy
 	}
-	_, err := runActivity[RemoveScaleSetRunnerInput, RemoveScaleSetRunnerOutput](ctx, policy, ActivityRemoveScaleSetRunner,
-		RemoveScaleSetRunnerInput{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID})
+	rm := RemoveScaleSetRunnerInput{Scope: r.in.Spec.Scope, RunnerID: r.reg.RunnerID}
+	if rm.RunnerID == 0 {
+		// A pod-first registration that failed mid-step (writeCredential) may exist at the
+		// set without its id known: look for it by name.
+		rm.Name, rm.ScaleSetID = r.in.Name, r.in.Spec.ScaleSetID
+	}
+	_, err := runActivity[RemoveScaleSetRunnerInput, RemoveScaleSetRunnerOutput](ctx, policy, ActivityRemoveScaleSetRunner, rm)
 	return err
 }

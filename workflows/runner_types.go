@@ -96,7 +96,29 @@ type RunnerObservations struct {
 	// RecheckAt, when later than the registration timeout, is when a registration check that
 	// could not read the pod or GitHub asks again.
 	RecheckAt time.Time `json:"recheckAt,omitzero"`
+	// PodScheduled is set once the pod is bound to a node (a watcher signal or a pod read).
+	PodScheduled bool `json:"podScheduled,omitempty"`
+	// Credential is where this attempt's credential stands when its pod was created first
+	// (changeSecretAfterScheduling); empty for an attempt that wrote its Secret before its pod.
+	Credential CredentialStage `json:"credential,omitempty"`
 	// CheckAsked is set when the pool asked this attempt to check its registration
 	// (SignalCheckRegistration; only for a runner whose pool watches it).
 	CheckAsked bool `json:"checkAsked,omitempty"`
 }
+
+// CredentialStage is where a runner's credential stands when its pod comes first
+// (changeSecretAfterScheduling): the Secret exists in the runner's namespace only between
+// CredentialInNamespace's start and CredentialSpent's.
+type CredentialStage string
+
+const (
+	// CredentialAwaitingNode: the pod exists, unscheduled; no Secret yet (for a cold runner, no
+	// registration either).
+	CredentialAwaitingNode CredentialStage = "awaiting-node"
+	// CredentialInNamespace: the pod is scheduled and its Secret written; the kubelet reads it
+	// when it starts the runner's container.
+	CredentialInNamespace CredentialStage = "in-namespace"
+	// CredentialSpent: the runner's container started (its environment holds the credential)
+	// or its runner connected: the Secret is deleted.
+	CredentialSpent CredentialStage = "spent"
+)

@@ -119,7 +119,7 @@ func TestRunnerWithWarmRegistrationApartStartsFromACopy(t *testing.T) {
 		t.Errorf("result %+v, want done with the warm registration's runner id 9 and one job", res)
 	}
 	if got, want := h.callOrder(), []string{ActivityStartWarmRunner, ActivityDeleteRunnerSecret}; !slices.Equal(got, want) {
-		t.Errorf("activity calls = %v, want %v (3 Kubernetes writes: the copy, the pod, the delete)", got, want)
+		t.Errorf("activity calls = %v, want %v (3 Kubernetes writes before changeSecretAfterScheduling: the copy, the pod, the delete)", got, want)
 	}
 }
 

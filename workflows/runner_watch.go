@@ -30,6 +30,13 @@ func (r *runner) watch(ctx workflow.Context) ending {
 			r.checkPod(ctx)
 		case actConfirmGone:
 			r.confirmGone(ctx)
+		case actWriteCredential, actRetireCredential:
+			began, err := workflow.Now(ctx), r.credentialStep(ctx, st.action)
+			if err != nil {
+				if end, over := r.credentialStepFailed(ctx, err, began); over {
+					return end
+				}
+			}
 		case actCheckRegistration:
 			if end, over := r.checkRegistration(ctx); over {
 				return end
@@ -74,7 +81,16 @@ func (r *runner) checkRegistration(ctx workflow.Context) (ending, bool) {
 	if workflow.GetVersion(ctx, changeReadNotGuess, workflow.DefaultVersion, 1) < 1 {
 		return r.checkRegistrationByGuess(ctx)
 	}
-	gh, err := checkRunnerAtGitHub(ctx, r.runnerRef())
+	if _, due := r.obs.credentialDue(); due {
+		return ending{}, false // the pod was scheduled or started: the loop acts on its credential first
+	}
+	// A cold runner's pod still waiting for a node has no registration yet
+	// (changeSecretAfterScheduling): GitHub has nothing to say about it.
+	var gh GetRunnerOutput
+	var err error
+	if r.obs.Credential != CredentialAwaitingNode || r.registered {
+		gh, err = checkRunnerAtGitHub(ctx, r.runnerRef())
+	}
 	if err != nil {
 		r.log.Warn("Cannot read runner status at registration timeout; asking again later", "error", err)
 	}
@@ -162,7 +178,7 @@ func (r *runner) checkPod(ctx workflow.Context) bool {
 		pod.Phase = PodGone
 	}
 	r.obs.recordPod(PodStatusSignal{
-		Pod: r.in.Name, UID: r.podUID, Phase: pod.Phase, Reason: pod.Reason, Deleting: pod.Deleting,
+		Pod: r.in.Name, UID: r.podUID, Phase: pod.Phase, Reason: pod.Reason, Deleting: pod.Deleting, Scheduled: pod.Scheduled,
 	}, r.podUID, now)
 	return true
 }
@@ -281,6 +297,9 @@ func (r *runner) signalSources(ctx workflow.Context) []signalSource {
 		}),
 		source(workflow.GetSignalChannel(ctx, SignalCheckRegistration), func(CheckRegistrationRequest) {
 			r.obs.CheckAsked = true
+		}),
+		source(workflow.GetSignalChannel(ctx, SignalPodStart), func(s PodStatusSignal) {
+			r.obs.recordPod(s, r.podUID, now())
 		}),
 	}
 }

@@ -81,6 +81,9 @@ type CreateScaleSetRunnerInput struct {
 	Scope      Scope  `json:"scope"`
 	ScaleSetID int64  `json:"scaleSetID"`
 	WorkFolder string `json:"workFolder,omitempty"`
+	// PodFirst: as RegisterRunnerInput.PodFirst, the runner's pod may have read the Secret an
+	// earlier attempt wrote: its runner is adopted whatever the service says of it now.
+	PodFirst bool `json:"podFirst,omitempty"`
 }
 
 // CreateScaleSetRunnerOutput names the runner and its Secret, never the credential.
@@ -96,6 +99,10 @@ type CreateScaleSetRunnerOutput struct {
 type RemoveScaleSetRunnerInput struct {
 	Scope    Scope `json:"scope"`
 	RunnerID int64 `json:"runnerID"`
+	// Name and ScaleSetID, with RunnerID zero: remove the set's runner of that name, if the
+	// service has one (a registration whose id never reached the workflow).
+	Name       string `json:"name,omitempty"`
+	ScaleSetID int64  `json:"scaleSetID,omitempty"`
 }
 
 // RemoveScaleSetRunnerOutput: Removed is false when the service had no such runner already.

@@ -190,6 +190,9 @@ type PodStatusSignal struct {
 	Reason string `json:"reason,omitempty"`
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool `json:"deleting,omitempty"`
+	// Scheduled is true once the pod is bound to a node (spec.nodeName set): a pod whose
+	// credential waits for its scheduling (changeSecretAfterScheduling) may now have it.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // RunnerStatusSignal is the runner's GitHub-side status from a runner listing (SignalRunnerStatus).

@@ -50,6 +50,9 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	})
 
 	terminated := st.Runners[0].Name
+	// A runner's Secret lives only until its runner started (the credential window): an idle
+	// runner's is gone, or about to be.
+	waitFor(t, wait, "the first runner's Secret deleted once it started", func() bool { return !p.exists("secret " + terminated) })
 	if err := p.c.TerminateWorkflow(p.ctx, workflows.RunnerWorkflowID(p.name, terminated), "", "test: terminated by hand"); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +62,7 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 		return count(st, workflows.RunnerIdle, "") == 1 && st.Runners[0].Name != terminated && st.WarmReady == 1
 	})
 	live, warm := st.Runners[0].Name, st.Warm[0].Name
+	waitFor(t, wait, "the live runner's Secret deleted once it started", func() bool { return !p.exists("secret " + live) })
 	orphan := workflows.RunnerName(p.name, "dead", 1)
 	busy := workflows.RunnerName(p.name, "dead", 2)
 	lonePod := workflows.RunnerName(p.name, "dead", 3)
@@ -76,12 +80,16 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 	p.createObject(&corev1.Secret{ObjectMeta: warmMeta})
 	time.Sleep(reconcileGrace + time.Second) // every object older than the grace period
 
+	// A started runner has no Secret left (its credential is in its namespace only from its
+	// pod's scheduling to its start), so the terminated runner leaves a registration and a pod
+	// that no Secret owns, and the live one owns a registration and a pod; a warm registration
+	// keeps its Secret (in the warm namespace) until a runner takes it.
 	want := []string{
-		"registration " + orphan, "registration " + terminated, "secret " + terminated, "pod " + terminated,
+		"registration " + orphan, "registration " + terminated, "pod " + terminated,
 		"pod " + lonePod, "secret " + loneSecret, "secret " + loneWarm,
 	}
 	slices.Sort(want)
-	kept := []string{"registration " + live, "secret " + live, "pod " + live, "registration " + warm, "secret " + warm}
+	kept := []string{"registration " + live, "pod " + live, "registration " + warm, "secret " + warm}
 
 	t.Run("a dry run reports every orphan and removes nothing", func(t *testing.T) {
 		report := p.dryRun()
@@ -106,8 +114,8 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 			t.Errorf("removed %v, want %v (failed %+v)", got, want, report.Failed)
 		}
 		for _, r := range report.Removed {
-			if r.Kind == workflows.KindPod && r.Runner == terminated && r.Reason != workflows.RemovedWithOwner {
-				t.Errorf("the terminated runner's pod was removed %q, want with its Secret", r.Reason)
+			if r.Kind == workflows.KindPod && r.Runner == terminated && r.Reason != "" {
+				t.Errorf("the terminated runner's pod was removed %q, want by its own deletion (no Secret owns it)", r.Reason)
 			}
 		}
 		p.checkSkippedBusy(report, busy)
@@ -123,7 +131,10 @@ func TestReconcileRemovesOrphansAndKeepsWhatPoolsOwn(t *testing.T) {
 		p.eventually(wait, "the pool unharmed", func(st workflows.PoolStatus) bool {
 			return count(st, workflows.RunnerIdle, "") == 1 && st.WarmReady == 1
 		})
-		checkRemovedCounted(t, reg, map[string]float64{"registration": 2, "secret": 3, "pod": 2})
+		// Registrations: the orphan's and the terminated runner's. Secrets: the lone one and the
+		// lone warm one (a started runner's is gone already). Pods: the lone one and the terminated
+		// runner's, each deleted by itself.
+		checkRemovedCounted(t, reg, map[string]float64{"registration": 2, "secret": 2, "pod": 2})
 	})
 
 	t.Run("the worker keeps the Schedule without undoing a pause", func(t *testing.T) {

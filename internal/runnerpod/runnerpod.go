@@ -21,6 +21,11 @@ const (
 	// configuration belongs to, so a retried registration can adopt it instead of minting another.
 	AnnotationRunnerID = "runnerflow.dev/runner-id"
 
+	// AnnotationSecretAfterScheduling marks a pod created before its runner's Secret: the
+	// Secret is written once the pod is scheduled and deleted once the runner has started, so
+	// the pod watcher reports this pod's scheduling and its start, not only its end.
+	AnnotationSecretAfterScheduling = "runnerflow.dev/secret-after-scheduling"
+
 	// RunnerContainerName is the container that runs the GitHub Actions runner.
 	RunnerContainerName = "runner"
 

@@ -116,6 +116,20 @@ func (s *Simulator) markRunning(ctx context.Context, ref podRef) error {
 	return err
 }
 
+// markUnschedulable shows the pod Pending with PodScheduled False, as the scheduler leaves a
+// pod no node has room for.
+func (s *Simulator) markUnschedulable(ctx context.Context, ref podRef) error {
+	_, err := s.updateStatus(ctx, ref, func(pod *corev1.Pod) bool {
+		if pod.Spec.NodeName != "" || pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" {
+			return false
+		}
+		pod.Status.Phase = corev1.PodPending
+		setCondition(pod, corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonUnschedulable, metav1.Now())
+		return true
+	})
+	return err
+}
+
 // markWaiting shows the containers waiting for a reason (e.g. a missing Secret) while the pod
 // stays Pending.
 func (s *Simulator) markWaiting(ctx context.Context, ref podRef, reason, message string) error {

@@ -97,6 +97,9 @@ func (r *runner) run(pod *corev1.Pod) {
 // lifecycle runs the pod until it ends. It returns how the pod ends, or nil when it was
 // interrupted (deletion, the pod vanished, the simulator stopped) or should stay as it is.
 func (r *runner) lifecycle(pod *corev1.Pod) *termination {
+	if !r.holdUnscheduled(pod) {
+		return nil
+	}
 	if !r.retry("binding the pod", func() error { return r.s.bind(r.work, r.ref, pod.Spec.NodeName) }) {
 		return nil
 	}
@@ -138,6 +141,25 @@ func (r *runner) lifecycle(pod *corev1.Pod) *termination {
 		return evicted()
 	}
 	return r.serveJobs(r.s.workDuration(r.name, pod.Annotations), pod)
+}
+
+// holdUnscheduled keeps a pod that is not bound yet unscheduled until AnnotationUnscheduledFor
+// has passed since its creation, shown as the scheduler shows a pod no node has room for. It
+// reports whether the pod's work goes on.
+func (r *runner) holdUnscheduled(pod *corev1.Pod) bool {
+	hold := r.s.unscheduledFor(r.name, pod.Annotations)
+	if hold == 0 || pod.Spec.NodeName != "" {
+		return true
+	}
+	left := time.Until(pod.CreationTimestamp.Add(hold))
+	if left <= 0 {
+		return true
+	}
+	r.log.Info("holding the pod unscheduled", "for", left)
+	if !r.retry("showing the pod unschedulable", func() error { return r.s.markUnschedulable(r.work, r.ref) }) {
+		return false
+	}
+	return r.pause(left)
 }
 
 // waitForCredential reads the runner's credential from its Secret. While the Secret or key is

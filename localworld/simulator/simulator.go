@@ -3,8 +3,10 @@
 // kubelet and no container runtime here) and the GitHub double. It is test tooling: one
 // goroutine per live pod, and no claim to scale.
 //
-// For every runner pod it binds the pod to a simulated node, sets it Running, reads the
-// runner's credential from the pod's Secret, brings the runner online at the double, takes
+// For every runner pod it binds the pod to a simulated node (after AnnotationUnscheduledFor,
+// if set), reads the runner's credential from the pod's Secret as a kubelet does (a missing
+// Secret keeps the container waiting with CreateContainerConfigError, tried again every
+// half second), sets it Running, brings the runner online at the double, takes
 // jobs and completes them after a simulated work time. An ephemeral runner's pod Succeeds after
 // its one job; a persistent runner waits for the next. Faults (never online, crash mid-job,
 // eviction) are chosen per runner with SetFault or the pod annotation AnnotationFault.
@@ -37,6 +39,11 @@ const (
 	AnnotationWorkDuration = "sim.runnerflow.dev/work-duration"
 	// AnnotationFault on a pod arranges a Fault for its runner; SetFault takes precedence.
 	AnnotationFault = "sim.runnerflow.dev/fault"
+	// AnnotationUnscheduledFor on a pod keeps it unscheduled for that long after its creation
+	// (a Go duration such as "60s"), as a scheduler does while no node has room (a quota, a
+	// node scaling up): Pending, with no node and PodScheduled False (Unschedulable). Then it
+	// is bound and runs as any other.
+	AnnotationUnscheduledFor = "sim.runnerflow.dev/unscheduled-for"
 
 	// DefaultNodeName is the simulated node when Config.NodeName is empty.
 	DefaultNodeName     = "runnerflow-sim-node"
@@ -341,6 +348,21 @@ func (s *Simulator) faultFor(runnerName string, annotations map[string]string) F
 }
 
 // workDuration returns how long a job of this pod takes.
+// unscheduledFor is how long the pod stays unscheduled after its creation
+// (AnnotationUnscheduledFor); zero for none.
+func (s *Simulator) unscheduledFor(runnerName string, annotations map[string]string) time.Duration {
+	v, ok := annotations[AnnotationUnscheduledFor]
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		s.log.Warn("invalid unscheduled-for annotation ignored", "runner", runnerName, "value", v)
+		return 0
+	}
+	return d
+}
+
 func (s *Simulator) workDuration(runnerName string, annotations map[string]string) time.Duration {
 	v, ok := annotations[AnnotationWorkDuration]
 	if !ok {
