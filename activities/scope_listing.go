@@ -14,7 +14,7 @@ import (
 // repository's pull) when a demand finds no run of it: a run that ended may be followed by a
 // new one, and a running one takes the demand.
 var sharedWorkflowStart = client.StartWorkflowOptions{
-	TaskQueue:                workflows.TaskQueue,
+	TaskQueue:                workflows.DecisionTaskQueue,
 	WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 	WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 }

@@ -78,4 +78,10 @@ var Changes = []Change{
 	{changeScaleSetHandOverAcquired, ScaleSetListenerWorkflowType, "v7", "a listener hands the pool, with a message, the jobs it acquired after reading it"},
 	{changeScaleSetAcquiredAssigned, PoolWorkflowType, "v7", "a scale-set pool counts the jobs its listener acquired as assigned when their message arrives, not when their assigned messages do"},
 	{changeSecretAfterScheduling, RunnerWorkflowType, "v7", "a JIT runner's pod comes first; its Secret is written once the pod is scheduled and deleted once the runner started, and its end deletes the pod"},
+	{changePoolDecidesApart, PoolWorkflowType, "v7", "a pool continues as new, and starts its scale-set listeners, on DecisionTaskQueue"},
+	{changeWindowDecidesApart, ScaleWindowWorkflowType, "v7", "a scale window continues as new on DecisionTaskQueue"},
+	{changeListenerDecidesApart, ScaleSetListenerWorkflowType, "v7", "a scale-set listener continues as new on DecisionTaskQueue"},
+	{changeListingDecidesApart, ScopeListingWorkflowType, "v7", "a scope's listing continues as new on DecisionTaskQueue"},
+	{changePullDecidesApart, RepoPullWorkflowType, "v7", "a repository's pull continues as new on DecisionTaskQueue"},
+	{changeUnmatchedDecidesApart, UnmatchedJobsWorkflowType, "v7", "the unmatched jobs' workflow continues as new on DecisionTaskQueue"},
 }

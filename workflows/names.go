@@ -13,10 +13,17 @@ import (
 )
 
 // Task queues. GitHub activities have their own queue so the GitHub API budget can be declared
-// as a task-queue rate limit that holds across all worker replicas.
+// as a task-queue rate limit that holds across all worker replicas; the workflows that decide
+// for many runners have theirs so that none of their tasks waits behind a runner's.
 const (
-	// TaskQueue serves all workflows and the Kubernetes activities.
+	// TaskQueue serves the runner workflows and the Kubernetes activities (and the deciders'
+	// runs begun before DecisionTaskQueue, until they continue as new).
 	TaskQueue = "runnerflow"
+	// DecisionTaskQueue serves the workflows that decide for many runners: pools, scale
+	// windows, scale-set listeners, the reconcile, scope listings, repository pulls and the
+	// unmatched jobs. In a burst, hundreds of runner workflows' tasks wait on TaskQueue; a
+	// pool's decision, and the status query an operator sends it, do not wait behind them.
+	DecisionTaskQueue = "runnerflow-decisions"
 	// GitHubTaskQueue serves the activities that call the GitHub API.
 	GitHubTaskQueue = "runnerflow-github"
 	// ScaleSetTaskQueue serves the Actions service's activities (scale sets, their runners,

@@ -505,6 +505,29 @@ const (
 var PoolPullPolicy = activityOptions(GitHubTaskQueue, time.Minute, 5*time.Minute,
 	backoff(time.Second, 30*time.Second, retryNonRetryable))
 
+// ---- Workers: each workflow queue's task slots and pollers ----
+
+// QueueWorker is what one worker process gives a workflow task queue: how many of its
+// workflow tasks run at once, and the bounds of the pollers the SDK scales with the backlog
+// the server reports.
+type QueueWorker struct {
+	WorkflowTaskSlots int
+	MinPollers        int
+	MaxPollers        int
+}
+
+// DecisionQueueWorker serves DecisionTaskQueue: a few dozen deciders whose every task answers
+// many runners or an operator. A burst gives them a task each per window or message, never
+// hundreds, so a few slots always free; two pollers always waiting, so a decision's task is
+// taken the moment it is queued rather than when a poller comes back from the runners' queue.
+var DecisionQueueWorker = QueueWorker{WorkflowTaskSlots: 50, MinPollers: 2, MaxPollers: 10}
+
+// RunnerQueueWorker serves TaskQueue's workflow tasks, the runners': a burst queues one or
+// more per runner at once. The SDK's own defaults (1000 slots, pollers scaled from 1 to 100
+// with the backlog), which drained a 500-runner burst's backlog before the deciders moved out
+// (docs/benchmarks.md); the deciders no longer compete for these slots or polls.
+var RunnerQueueWorker = QueueWorker{WorkflowTaskSlots: 1000, MinPollers: 1, MaxPollers: 100}
+
 // ---- Worker memory: the sticky workflow cache ----
 
 // StickyWorkflowCacheSize bounds the workflows a worker process keeps in memory between their

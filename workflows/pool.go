@@ -219,7 +219,7 @@ func (p *poolRun) continueAsNew() error {
 	}
 	st := p.st
 	p.logger.Info("Pool continues as new", "runners", len(st.Runners), "iterations", p.iterations)
-	return workflow.NewContinueAsNewError(p.ctx, PoolWorkflowType, PoolInput{State: &st, ContinueAsNewAfter: p.canAfter,
+	return workflow.NewContinueAsNewError(onDecisionQueue(p.ctx, askPoolDecidesApart), PoolWorkflowType, PoolInput{State: &st, ContinueAsNewAfter: p.canAfter,
 		ListenerContinueAsNewAfter: p.listenerCANAfter})
 }
 

@@ -40,6 +40,8 @@ type poolHarness struct {
 
 	env      *testsuite.TestWorkflowEnvironment
 	segments int
+	// canQueues are the task queues the runs continued as new on, in order.
+	canQueues []string
 	// runStarted is true once this segment's pool run has begun (its first workflow task,
 	// which registers the query and update handlers, has run): see register.
 	runStarted bool
@@ -249,6 +251,7 @@ func (h *poolHarness) run(spec PoolSpec, end time.Duration) PoolStatus {
 			}
 			return final
 		}
+		h.canQueues = append(h.canQueues, can.TaskQueueName)
 		var next PoolInput
 		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 			h.t.Fatalf("decode continue-as-new input: %v", err)

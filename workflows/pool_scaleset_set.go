@@ -196,7 +196,11 @@ func (p *scaleSetDemand) startScaleSetListener(now time.Time) {
 	p.inflight++
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
 		defer func() { p.working, p.changed = false, true; p.inflight-- }()
-		cctx := workflow.WithChildOptions(ctx, ScaleSetListenerChildPolicy(ScaleSetListenerWorkflowID(in.Pool, in.ScaleSetID)))
+		opts := ScaleSetListenerChildPolicy(ScaleSetListenerWorkflowID(in.Pool, in.ScaleSetID))
+		if askPoolDecidesApart(ctx) >= 1 {
+			opts.TaskQueue = DecisionTaskQueue
+		}
+		cctx := workflow.WithChildOptions(ctx, opts)
 		err := workflow.ExecuteChildWorkflow(cctx, ScaleSetListenerWorkflowType, in).GetChildWorkflowExecution().Get(ctx, nil)
 		if st := p.st.ScaleSet; st == nil || st.ScaleSetID != in.ScaleSetID {
 			return

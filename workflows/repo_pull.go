@@ -164,5 +164,5 @@ func (st *RepoPullState) work(ctx workflow.Context, logger log.Logger) []poolPar
 // continueAsNew hands the state to the workflow's next run.
 func (st *RepoPullState) continueAsNew(ctx workflow.Context) error {
 	next := *st
-	return workflow.NewContinueAsNewError(ctx, RepoPullWorkflowType, RepoPullInput{Repository: st.Repository, State: &next})
+	return workflow.NewContinueAsNewError(onDecisionQueue(ctx, askPullDecidesApart), RepoPullWorkflowType, RepoPullInput{Repository: st.Repository, State: &next})
 }

@@ -113,7 +113,7 @@ func (l *scaleSetListener) continueAsNew() error {
 	next := l.in
 	st := l.st
 	next.State = &st
-	return workflow.NewContinueAsNewError(l.ctx, ScaleSetListenerWorkflowType, next)
+	return workflow.NewContinueAsNewError(onDecisionQueue(l.ctx, askListenerDecidesApart), ScaleSetListenerWorkflowType, next)
 }
 
 // acquireOffers acquires the jobs the set was offered, as many as it has room for (GHES offers

@@ -178,7 +178,7 @@ func (w *scaleWindow) run(ctx workflow.Context) (ScaleWindowResult, error) {
 		w.logger.Info("events arrived during the update; they open the next window", "events", len(next))
 		if !w.nextWindowInThisRun(ctx) {
 			w.result.Carried = len(next)
-			return w.result, workflow.NewContinueAsNewError(ctx, ScaleWindowWorkflowType,
+			return w.result, workflow.NewContinueAsNewError(onDecisionQueue(ctx, askWindowDecidesApart), ScaleWindowWorkflowType,
 				ScaleWindowInput{Pool: w.in.Pool, Window: w.in.Window, Carried: next})
 		}
 		w.windowStart = len(w.events)

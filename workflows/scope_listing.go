@@ -139,5 +139,5 @@ func (st *ScopeListingState) work(ctx workflow.Context, logger log.Logger) []poo
 // continueAsNew hands the state to the workflow's next run.
 func (st *ScopeListingState) continueAsNew(ctx workflow.Context) error {
 	next := *st
-	return workflow.NewContinueAsNewError(ctx, ScopeListingWorkflowType, ScopeListingInput{Scope: st.Scope, State: &next})
+	return workflow.NewContinueAsNewError(onDecisionQueue(ctx, askListingDecidesApart), ScopeListingWorkflowType, ScopeListingInput{Scope: st.Scope, State: &next})
 }

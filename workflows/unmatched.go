@@ -80,7 +80,7 @@ func UnmatchedJobsWorkflow(ctx workflow.Context, in UnmatchedJobsInput) error {
 			for ch.ReceiveAsync(&j) {
 				jobs = RecordUnmatched(jobs, j, UnmatchedJobsMax)
 			}
-			return workflow.NewContinueAsNewError(ctx, UnmatchedJobsWorkflowType, UnmatchedJobsInput{Jobs: jobs})
+			return workflow.NewContinueAsNewError(onDecisionQueue(ctx, askUnmatchedDecidesApart), UnmatchedJobsWorkflowType, UnmatchedJobsInput{Jobs: jobs})
 		}
 	}
 }

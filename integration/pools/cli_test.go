@@ -117,6 +117,31 @@ func TestOperatorCommandsWithTheTemporalCLI(t *testing.T) {
 	}
 }
 
+// A pool started on TaskQueue, as every pool was before the deciders had a queue of their own,
+// moves to DecisionTaskQueue at its next continue-as-new and goes on serving its jobs there.
+func TestPoolMovesToTheDecisionQueue(t *testing.T) {
+	p := newPoolTest(t, "moves")
+	firstRun := p.startOnQueue(workflows.TaskQueue, workflows.PoolInput{Spec: p.spec(1, 3, "20s"), ContinueAsNewAfter: 4})
+	id := workflows.PoolWorkflowID(p.name)
+	p.eventually(wait, "1 idle runner", func(st workflows.PoolStatus) bool { return count(st, workflows.RunnerIdle, "") == 1 })
+	waitFor(t, wait, "the pool's next run on DecisionTaskQueue", func() bool {
+		desc, err := p.c.DescribeWorkflowExecution(p.ctx, id, "")
+		info := desc.GetWorkflowExecutionInfo()
+		return err == nil && info.GetExecution().GetRunId() != firstRun && info.GetTaskQueue() == workflows.DecisionTaskQueue
+	})
+	if desc, err := p.c.DescribeWorkflowExecution(p.ctx, id, firstRun); err != nil || desc.GetWorkflowExecutionInfo().GetTaskQueue() != workflows.TaskQueue {
+		t.Fatalf("the first run: %v, %v; want it on %s", desc.GetWorkflowExecutionInfo().GetTaskQueue(), err, workflows.TaskQueue)
+	}
+	jobs := p.queueJobs(2)
+	p.checkRanOnceEach(p.jobsDone(jobs))
+	if st := queryStatus(t, p.name); st.Totals.Failed != 0 {
+		t.Errorf("totals %+v after the move, want no failed runner", st.Totals)
+	}
+	if testworld.RecordingHistories() {
+		recordHistory(t, id, firstRun, "pool-decides-apart")
+	}
+}
+
 // startContinuingAsNew starts the pool as `starter apply` does (update-with-start), with the
 // test knob that makes it continue as new after canAfter loop iterations; it returns the
 // first run's id.
@@ -129,9 +154,16 @@ func (p *poolTest) startContinuingAsNew(spec workflows.PoolSpec, canAfter int) s
 // returns the first run's id.
 func (p *poolTest) startWithInput(in workflows.PoolInput) string {
 	p.t.Helper()
+	return p.startOnQueue(workflows.DecisionTaskQueue, in)
+}
+
+// startOnQueue starts the pool as startWithInput does, on the given task queue (TaskQueue: as
+// the releases before DecisionTaskQueue did).
+func (p *poolTest) startOnQueue(queue string, in workflows.PoolInput) string {
+	p.t.Helper()
 	spec := in.Spec
 	start := p.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID: workflows.PoolWorkflowID(spec.Name), TaskQueue: workflows.TaskQueue,
+		ID: workflows.PoolWorkflowID(spec.Name), TaskQueue: queue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.PoolWorkflowType, in)
 	h, err := p.c.UpdateWithStartWorkflow(p.ctx, client.UpdateWithStartWorkflowOptions{

@@ -71,7 +71,7 @@ func applyOne(ctx context.Context, c client.Client, spec workflows.PoolSpec) (wo
 	defer cancel()
 	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       workflows.PoolWorkflowID(spec.Name),
-		TaskQueue:                workflows.TaskQueue,
+		TaskQueue:                workflows.DecisionTaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// Set at start so the starter can route to the pool before its first workflow task.
 		TypedSearchAttributes: spec.SearchAttributes(),

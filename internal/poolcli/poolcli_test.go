@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer c.Close()
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	w := worker.New(c, workflows.DecisionTaskQueue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowType})
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

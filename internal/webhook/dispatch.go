@@ -163,7 +163,7 @@ func (h *Handler) signalWindow(ctx context.Context, pool string, events []workfl
 	_, err := h.cfg.Temporal.SignalWithStartWorkflow(ctx, id, workflows.SignalWorkflowJobs, workflows.WorkflowJobsSignal{Events: events},
 		client.StartWorkflowOptions{
 			ID:                    id,
-			TaskQueue:             workflows.TaskQueue,
+			TaskQueue:             workflows.DecisionTaskQueue,
 			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrPool.ValueSet(pool)),
 		},
 		workflows.ScaleWindowWorkflowType, workflows.ScaleWindowInput{Pool: pool, Window: h.cfg.Window})

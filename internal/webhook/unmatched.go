@@ -26,7 +26,7 @@ func (h *Handler) recordUnmatched(ctx context.Context, je jobEvent) answer {
 		DeliveryID: je.event.DeliveryID, At: je.event.At,
 	}
 	_, err := h.cfg.Temporal.SignalWithStartWorkflow(ctx, workflows.UnmatchedJobsWorkflowID, workflows.SignalUnmatchedJob, job,
-		client.StartWorkflowOptions{ID: workflows.UnmatchedJobsWorkflowID, TaskQueue: workflows.TaskQueue},
+		client.StartWorkflowOptions{ID: workflows.UnmatchedJobsWorkflowID, TaskQueue: workflows.DecisionTaskQueue},
 		workflows.UnmatchedJobsWorkflowType, workflows.UnmatchedJobsInput{})
 	h.cfg.Metrics.observeUnmatched(err)
 	if err != nil {

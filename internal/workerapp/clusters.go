@@ -127,7 +127,7 @@ func (a *App) podWatchers() []*activities.ElectedPodWatcher {
 
 // taskQueues names the queues this worker polls, for its start-up log.
 func (a *App) taskQueues() []string {
-	out := []string{workflows.TaskQueue, workflows.GitHubTaskQueue}
+	out := []string{workflows.DecisionTaskQueue, workflows.TaskQueue, workflows.GitHubTaskQueue}
 	for _, c := range a.clusters {
 		out = append(out, workflows.ClusterTaskQueue(c.name), workflows.ClusterGitHubTaskQueue(c.name))
 	}

@@ -90,7 +90,7 @@ func reconcileSchedule(cfg ReconcileConfig, watchNamespace string) client.Schedu
 		Spec: &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: cfg.interval()}}},
 		Action: &client.ScheduleWorkflowAction{
 			ID: workflows.ReconcileWorkflowID, Workflow: workflows.ReconcileWorkflowType,
-			Args: []any{cfg.input(watchNamespace)}, TaskQueue: workflows.TaskQueue,
+			Args: []any{cfg.input(watchNamespace)}, TaskQueue: workflows.DecisionTaskQueue,
 			WorkflowExecutionTimeout: workflows.ReconcileRunTimeout,
 		},
 		Policy: &client.SchedulePolicies{Overlap: workflows.ReconcileOverlap, CatchupWindow: workflows.ReconcileCatchupWindow},

@@ -271,7 +271,8 @@ func (a *App) dial() error {
 	return nil
 }
 
-// buildWorkers creates the workers: TaskQueue runs the workflows and the Kubernetes
+// buildWorkers creates the workers: DecisionTaskQueue runs the deciders (pools, windows,
+// listeners, the reconcile, listings and pulls), TaskQueue the runners and the Kubernetes
 // activities; GitHubTaskQueue runs only the GitHub activities, under a task-queue rate limit that
 // the Temporal server enforces across all worker replicas (the GitHub budget, declared once);
 // the named clusters' workers and the scale sets' (scalesets.go) follow.
@@ -281,10 +282,19 @@ func (a *App) buildWorkers() error {
 	// Pollers scale with the backlog (the SDK's poller autoscaling, driven by the server's
 	// answers) instead of two of each: a burst puts hundreds of runners' workflow tasks and pod
 	// activities on this queue at once, and two pollers took them a round trip at a time.
+	// Both workflow queues register every workflow: a decider begun on TaskQueue before
+	// DecisionTaskQueue existed runs there until it continues as new.
+	decisions := worker.New(a.temporal, workflows.DecisionTaskQueue, worker.Options{
+		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
+		MaxConcurrentWorkflowTaskExecutionSize: workflows.DecisionQueueWorker.WorkflowTaskSlots,
+		WorkflowTaskPollerBehavior:             pollers(workflows.DecisionQueueWorker),
+	})
+	registerWorkflows(decisions, a.versioningBehaviors())
 	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
-		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
-		ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+		MaxConcurrentWorkflowTaskExecutionSize: workflows.RunnerQueueWorker.WorkflowTaskSlots,
+		WorkflowTaskPollerBehavior:             pollers(workflows.RunnerQueueWorker),
+		ActivityTaskPollerBehavior:             worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
 	a.warmNS = a.warmNamespace()
@@ -325,8 +335,16 @@ func (a *App) buildWorkers() error {
 	if err != nil {
 		return err
 	}
-	a.workers = append(append([]worker.Worker{main, gh}, a.clusterWorkers()...), scaleSets...)
+	a.workers = append(append([]worker.Worker{decisions, main, gh}, a.clusterWorkers()...), scaleSets...)
 	return nil
+}
+
+// pollers is a queue's workflow-task pollers, scaled by the SDK with the backlog within the
+// policy's bounds.
+func pollers(q workflows.QueueWorker) worker.PollerBehavior {
+	return worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+		InitialNumberOfPollers: q.MinPollers, MinimumNumberOfPollers: q.MinPollers, MaximumNumberOfPollers: q.MaxPollers,
+	})
 }
 
 // deploymentOptions opt both workers into Worker Versioning when a build id is configured. A
