@@ -53,6 +53,9 @@ type runner struct {
 	state      RunnerState
 	reason     string
 	obs        RunnerObservations
+	// stepWait is the credential step that failed and waits to be taken up again, for the
+	// status query (`starter why`); the runner's decisions never read it.
+	stepWait *StepWait
 	// reportedJob is the job last reported to the pool with the busy state.
 	reportedJob int64
 
@@ -506,6 +509,7 @@ func (r *runner) status() RunnerStatus {
 		Online: r.obs.Online, Busy: r.obs.Busy, JobID: r.obs.JobID, JobsRun: r.obs.JobsRun,
 		Draining: r.obs.Drain != nil || r.obs.Force != nil, Reason: r.reason,
 		PodReason: r.obs.PodReason, PodCreatedAt: r.obs.PodCreatedAt, OnlineAt: r.obs.OnlineAt,
+		CredentialWait: r.stepWait,
 	}
 }
 

@@ -113,6 +113,24 @@ func (r *runner) credentialStepFailed(ctx workflow.Context, err error, began tim
 	return ending{}, false
 }
 
+// stepWaitOf describes a failed step's activity for the status query: its type, its failure
+// and, when the failure named one (GitHub's budget at its reserve does), when to try again.
+func stepWaitOf(err error, now time.Time) *StepWait {
+	w := &StepWait{Failure: err.Error()}
+	var act *temporal.ActivityError
+	if errors.As(err, &act) {
+		w.Activity = act.ActivityType().GetName()
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		w.FailureType, w.Failure = app.Type(), app.Error()
+		if d := app.NextRetryDelay(); d > 0 {
+			w.RetryAt = now.Add(d)
+		}
+	}
+	return w
+}
+
 // secretRefNamed is a Secret of the runner's namespace and cluster.
 func (r *runner) secretRefNamed(name string) SecretRef {
 	return SecretRef{Cluster: r.in.Cluster, Namespace: r.in.Spec.Namespace, Name: name}

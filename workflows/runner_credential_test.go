@@ -237,3 +237,48 @@ func TestCredentialRegistrationsAreBoundedByTheClusterLostVerdict(t *testing.T) 
 			CredentialScaleSetRegistrationPolicy.TaskQueue, ScaleSetActivityPolicy.TaskQueue)
 	}
 }
+
+// A registration refused at GitHub's budget reserve is no longer a pending activity: the runner
+// reports the step waiting, with the budget's reset, in its status (what `starter why` reads)
+// until the step is taken up again and succeeds.
+func TestRunnerPodFirstReportsItsCredentialStepWaiting(t *testing.T) {
+	h := newPodFirstHarness(t).withPool()
+	h.podFirst("uid-1")
+	h.podChecks(GetRunnerPodOutput{Exists: true, Phase: PodPending, Scheduled: true})
+	refused := temporal.NewApplicationErrorWithOptions("GitHub API budget down to its reserve", ErrRateLimited,
+		temporal.ApplicationErrorOptions{NextRetryDelay: 20 * time.Minute})
+	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(RegisterRunnerOutput{}, refused).Once()
+	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(
+		RegisterRunnerOutput{RunnerID: 7, SecretName: runnerTestName, SecretUID: "secret-uid"}, nil).Once()
+	h.env.OnActivity(ActivityDeleteRunnerSecret, mock.Anything, mock.Anything).Return(Nothing{}, nil).Once()
+	h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, mock.Anything).Return(Nothing{}, nil).Once()
+	h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
+	status := func() RunnerStatus {
+		v, err := h.env.QueryWorkflow(QueryStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st RunnerStatus
+		if err := v.Get(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var waiting, after *StepWait
+	var scheduledAt time.Time
+	h.env.RegisterDelayedCallback(func() { waiting, scheduledAt = status().CredentialWait, h.env.Now() }, 2*time.Minute)
+	h.at(DefaultRegistrationTimeout+2*time.Minute, SignalPodStatus, podRunning("uid-1"))
+	h.env.RegisterDelayedCallback(func() { after = status().CredentialWait }, DefaultRegistrationTimeout+3*time.Minute)
+	h.at(DefaultRegistrationTimeout+4*time.Minute, SignalPodStatus, podSig("uid-1", PodSucceeded, ""))
+	h.mustRun(runnerTestInput(true))
+	if waiting == nil || waiting.Activity != ActivityRegisterRunner || waiting.FailureType != ErrRateLimited ||
+		waiting.RetryAt.Before(scheduledAt.Add(15*time.Minute)) || !strings.Contains(waiting.Failure, "reserve") {
+		t.Errorf("status while refused: credential wait %+v, want RegisterRunner waiting ~20 min for the budget", waiting)
+	}
+	if after != nil {
+		t.Errorf("status once registered: credential wait %+v, want none", after)
+	}
+	if n := countCalls(h.callOrder(), ActivityRegisterRunner); n != 2 {
+		t.Errorf("%d registrations, want the refused one and its retry: %v", n, h.callOrder())
+	}
+}

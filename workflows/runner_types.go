@@ -28,6 +28,22 @@ type RunnerStatus struct {
 	PodReason    string    `json:"podReason,omitempty"`
 	PodCreatedAt time.Time `json:"podCreatedAt,omitzero"`
 	OnlineAt     time.Time `json:"onlineAt,omitzero"`
+	// CredentialWait is the credential step (changeSecretAfterScheduling) that failed and
+	// waits for the runner's loop to take it up again; nil while none waits. Its activity is
+	// no longer pending, so this is what tells `starter why` that a registration waits for
+	// GitHub's budget or for its cluster.
+	CredentialWait *StepWait `json:"credentialWait,omitempty"`
+}
+
+// StepWait is a step whose activity failed and is to be run again by the workflow's own loop.
+type StepWait struct {
+	// Activity is the activity type that failed.
+	Activity    string `json:"activity"`
+	FailureType string `json:"failureType,omitempty"`
+	Failure     string `json:"failure"`
+	// RetryAt is when the failure said to try again (a spent budget's reset); zero when it
+	// named no time.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // DrainResult answers UpdateDrain: the request was recorded, and this is where the runner

@@ -32,10 +32,12 @@ func (r *runner) watch(ctx workflow.Context) ending {
 			r.confirmGone(ctx)
 		case actWriteCredential, actRetireCredential:
 			began, err := workflow.Now(ctx), r.credentialStep(ctx, st.action)
+			r.stepWait = nil
 			if err != nil {
 				if end, over := r.credentialStepFailed(ctx, err, began); over {
 					return end
 				}
+				r.stepWait = stepWaitOf(err, workflow.Now(ctx))
 			}
 		case actCheckRegistration:
 			if end, over := r.checkRegistration(ctx); over {

@@ -195,6 +195,12 @@ func runnerFacts(ctx context.Context, c client.Client, pool *workflows.PoolStatu
 			return nil, err
 		}
 	}
+	if w := rf.Status.CredentialWait; rf.Activity == nil && w != nil {
+		// The credential step failed and waits for the runner's loop, not for Temporal's
+		// retry: the runner reports it, and `why` judges it as the activity it will run again.
+		rf.Activity = &PendingActivity{Type: w.Activity, Started: true, Attempt: 1,
+			FailureType: w.FailureType, Failure: w.Failure, NextAttempt: w.RetryAt}
+	}
 	// The pod watcher tells a runner only of the transitions it acts on, so a pod that never
 	// left Pending shows no phase: read the pod of any runner not yet online.
 	if opt.Pods != nil && !rf.Status.Online && rf.Status.PodPhase != workflows.PodRunning && !rf.Status.PodCreatedAt.IsZero() {
