@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ type burstPhase struct {
 	// their jobs, to be acquired, rather than assign them; setIDs are the sets.
 	scaleSet, offers bool
 	setIDs           []int64
+	// operator is what an operator felt from the first webhook to the last job started.
+	operator OperatorResult
 }
 
 // burst measures figures 1–4: n jobs queued at once across two fresh pools (webhooks held,
@@ -63,10 +66,16 @@ func (e *env) runBurst(ctx context.Context, b *burstPhase) (_ BurstResult, err e
 		return BurstResult{}, err
 	}
 	e.say("burst of %d jobs across %d pools: queueing", n, len(b.pools))
+	e.intake.answers.reset()
+	probe := e.probeStatus(ctx, b.pools)
 	if err := b.fire(); err != nil {
+		probe.stop()
 		return BurstResult{}, err
 	}
-	if err := b.waitStarted(ctx); err != nil {
+	err = b.waitStarted(ctx)
+	b.operator.StatusQuery, b.operator.StatusQueryFailures = probe.stop()
+	b.operator.Deliveries, b.operator.Answered503 = e.intake.answers.total(), e.intake.answers.of(http.StatusServiceUnavailable)
+	if err != nil {
 		return BurstResult{}, err
 	}
 	e.say("burst of %d: every job started %.1fs after the first webhook; waiting for the runners to finish", n, b.allStarted.Sub(b.released).Seconds())
@@ -195,6 +204,7 @@ func (b *burstPhase) measure(ctx context.Context, end time.Time) (BurstResult, e
 	}
 	res.Warm, res.HotPathRegistrations, res.WarmRefills = b.warm, b.hotPath, b.refills
 	res.Kubernetes = kubernetesCost(b.e.writes, res.Runners, b.n)
+	res.Operator = b.operator
 	res.Latency, err = b.latencies(runnerTimes{decided: decided, started: firstStarts(runners)})
 	return res, err
 }

@@ -23,6 +23,8 @@ type intake struct {
 
 	mu       sync.Mutex
 	received map[string]time.Time // by X-GitHub-Delivery; the first arrival counts
+	// answers counts the intake's answers by status (the 503s an operator sees).
+	answers answerCounter
 }
 
 func startIntake(cfg webhook.Config, logger *slog.Logger) (*intake, error) {
@@ -37,7 +39,7 @@ func startIntake(cfg webhook.Config, logger *slog.Logger) (*intake, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &intake{handler: h, url: "http://" + ln.Addr().String() + "/webhook", cancel: cancel, received: map[string]time.Time{}}
 	in.srv = &http.Server{
-		Handler: in.noteArrival(h.Routes()), ReadHeaderTimeout: 10 * time.Second,
+		Handler: in.noteArrival(in.answers.count(h.Routes())), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	go h.Pools().Run(ctx)

@@ -81,6 +81,9 @@ type Options struct {
 	Soak SoakOptions
 	// ScaleSet runs every burst again with scale-set pools (bench/scaleset_burst.go).
 	ScaleSet bool
+	// Repeat runs the whole benchmark this many times, one after the other, and prints the
+	// spread (min, median, max) of each burst's operator figures (bench/repeat.go).
+	Repeat int
 }
 
 func main() {
@@ -94,13 +97,31 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, opts, os.Stderr)
-	if err == nil {
+	var runs []Results
+	for i := range opts.Repeat {
+		if opts.Repeat > 1 {
+			fmt.Fprintf(os.Stderr, "bench: run %d of %d\n", i+1, opts.Repeat)
+		}
+		var res Results
+		if res, err = run(ctx, opts, os.Stderr); err != nil {
+			break
+		}
 		printTable(os.Stdout, res)
-		err = writeJSON(out, res)
+		runs = append(runs, res)
 	}
-	if err == nil && len(res.Failures) > 0 {
-		err = fmt.Errorf("%d phase(s) failed", len(res.Failures))
+	if err == nil && opts.Repeat > 1 {
+		rep := Repeated{Runs: runs, Spread: spreadOf(runs)}
+		printSpread(os.Stdout, rep.Spread)
+		err = writeJSON(out, rep)
+	} else if err == nil {
+		err = writeJSON(out, runs[0])
+	}
+	failed := 0
+	for _, r := range runs {
+		failed += len(r.Failures)
+	}
+	if err == nil && failed > 0 {
+		err = fmt.Errorf("%d phase(s) failed", failed)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -137,6 +158,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	soakFlags(fs, &opts.Soak)
 	fs.BoolVar(&opts.ScaleSet, "scaleset", false, "also run every burst with scale-set pools (listeners instead of webhooks) and print both side by side")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
+	fs.IntVar(&opts.Repeat, "repeat", 1, "run everything this many times and print each burst figure's min, median and max across the runs")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
 	}
@@ -191,6 +213,8 @@ func (o Options) validate() error {
 		return errors.New("--rate must be positive")
 	case o.LoadDuration <= 0 || o.JobDuration <= 0 || o.PhaseTimeout <= 0:
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
+	case o.Repeat < 1:
+		return errors.New("--repeat must be at least 1")
 	case o.Warm < 0:
 		return errors.New("--warm must not be negative")
 	case o.GitHubBudget <= 0 || o.GitHubPointsPerMinute <= 0:
@@ -379,7 +403,7 @@ func loadAverage() string {
 	return ""
 }
 
-func writeJSON(path string, res Results) error {
+func writeJSON(path string, res any) error {
 	if path == "" {
 		return nil
 	}

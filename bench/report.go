@@ -94,6 +94,15 @@ func printLatency(w io.Writer, b BurstResult) {
 		fmt.Sprintf("%d warm; %d registrations by runners between the first webhook and the last job start (%d warm refills by the pools meanwhile)", b.Warm, b.HotPathRegistrations, b.WarmRefills))
 	row(w, "", "runner lifecycles; stranded runner workflows",
 		fmt.Sprintf("%d for %d jobs; %d stranded%s", b.Runners, b.Jobs, len(b.Stranded), examples(b.Stranded)))
+	printOperator(w, b.Operator)
+}
+
+// printOperator renders what an operator felt during the burst.
+func printOperator(w io.Writer, o OperatorResult) {
+	row(w, "", "pool status query under the burst", fmt.Sprintf("%s; %d failed", pct(o.StatusQuery), o.StatusQueryFailures))
+	if o.Deliveries > 0 {
+		row(w, "", "webhook deliveries answered 503", fmt.Sprintf("%d of %d", o.Answered503, o.Deliveries))
+	}
 }
 
 func printMemory(w io.Writer, m *MemoryResult) {

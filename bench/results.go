@@ -103,6 +103,7 @@ type BurstResult struct {
 	ActionsService *GitHubResult    `json:"actionsService,omitempty"`
 	Temporal       TemporalResult   `json:"temporal"`
 	Kubernetes     KubernetesResult `json:"kubernetes"`
+	Operator       OperatorResult   `json:"operator"`
 }
 
 // LatencyResult is figure 1: per job, from the starter receiving the job's queued webhook.
