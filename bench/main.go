@@ -98,7 +98,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var runs []Results
-	for i := range opts.Repeat {
+	for i := range max(opts.Repeat, 1) { // Options built in code may leave it 0: one run
 		if opts.Repeat > 1 {
 			fmt.Fprintf(os.Stderr, "bench: run %d of %d\n", i+1, opts.Repeat)
 		}
@@ -165,6 +165,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	if fs.NArg() > 0 {
 		return opts, "", fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if opts.Repeat < 1 {
+		return opts, "", errors.New("--repeat must be at least 1")
+	}
 	var err error
 	if opts.Jobs, err = parseCounts("jobs", jobs); err != nil {
 		return opts, "", err
@@ -213,8 +216,6 @@ func (o Options) validate() error {
 		return errors.New("--rate must be positive")
 	case o.LoadDuration <= 0 || o.JobDuration <= 0 || o.PhaseTimeout <= 0:
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
-	case o.Repeat < 1:
-		return errors.New("--repeat must be at least 1")
 	case o.Warm < 0:
 		return errors.New("--warm must not be negative")
 	case o.GitHubBudget <= 0 || o.GitHubPointsPerMinute <= 0:
