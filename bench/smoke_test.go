@@ -61,6 +61,11 @@ func checkBurst(t *testing.T, b BurstResult) {
 	if l.AllStartedSeconds <= 0 {
 		t.Errorf("all jobs started after %v s", l.AllStartedSeconds)
 	}
+	// The operator's view: each pool's status was asked while the jobs started, and the intake
+	// answered at least every job's queued delivery (res.Bursts are webhook bursts).
+	if o := b.Operator; o.StatusQuery.N == 0 || o.StatusQueryFailures > o.StatusQuery.N || o.Deliveries < b.Jobs || o.Answered503 > o.Deliveries {
+		t.Errorf("operator figures %+v: want status queries measured and every queued delivery answered", o)
+	}
 
 	g := b.GitHub
 	if g.Calls <= 0 || g.Calls != sum(g.ByEndpoint) || g.PerRunner != ratio(g.Calls, b.Runners) {
