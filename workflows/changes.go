@@ -84,4 +84,5 @@ var Changes = []Change{
 	{changeListingDecidesApart, ScopeListingWorkflowType, "v7", "a scope's listing continues as new on DecisionTaskQueue"},
 	{changePullDecidesApart, RepoPullWorkflowType, "v7", "a repository's pull continues as new on DecisionTaskQueue"},
 	{changeUnmatchedDecidesApart, UnmatchedJobsWorkflowType, "v7", "the unmatched jobs' workflow continues as new on DecisionTaskQueue"},
+	{changeScaleSetSessionStatisticsOrder, PoolWorkflowType, "v7", "a scale-set pool keeps a session's message statistics over the older statistics that session opened with, when it takes the message first"},
 }

@@ -50,6 +50,15 @@ func askScaleSetStatisticsFirst(ctx workflow.Context) workflow.Version {
 // with acquired jobs, which only a listener under changeScaleSetHandOverAcquired sends.
 const changeScaleSetAcquiredAssigned = "scaleset-acquired-assigned"
 
+// changeScaleSetSessionStatisticsOrder gates keeping the statistics of a session's message
+// over the statistics that session opened with when the message was taken first
+// (SessionStatisticsStale): the listener hands the opening statistics over before it polls
+// the session, so they are older, but the pool takes each signal name on its own channel and,
+// when both wait in one workflow task (its worker stopping in a deploy), the opening
+// statistics come after. Asked only by a scale-set pool, when a session's opening statistics
+// arrive after a message of that session.
+const changeScaleSetSessionStatisticsOrder = "scaleset-session-statistics-order"
+
 // scaleSetDemand is the demand of a scale-set pool: the set's jobs as its messages tell them
 // (the ledger, ScaleSetLedger) and GitHub's statistics, handed over by the set's listener
 // (ScaleSetListenerWorkflow), which this source keeps running. A run of a history from before
@@ -121,6 +130,7 @@ func (p *scaleSetDemand) onScaleSetMessage(sig ScaleSetMessageSignal) {
 		// newest; jobs acquired after it (offers kept for room) are the service's word of now.
 		if p.scaleSetStatisticsFirstOn() {
 			st.Statistics, st.AcquiredSince = sig.Message.Statistics, 0
+			st.StatisticsSession = sig.SessionID
 		}
 		p.takeScaleSetAcquired(sig.Acquired)
 		if p.scaleSetStatisticsFirstOn() {
@@ -130,7 +140,7 @@ func (p *scaleSetDemand) onScaleSetMessage(sig ScaleSetMessageSignal) {
 	}
 	if p.scaleSetStatisticsFirstOn() {
 		ledger = ReopenReassigned(ledger, sig.Message)
-		st.CursorSession = sig.SessionID
+		st.CursorSession, st.StatisticsSession = sig.SessionID, sig.SessionID
 	}
 	ledger, _ = ApplyScaleSetMessage(ledger, sig.Message)
 	st.Ledger, st.Statistics, st.SessionID = ledger, sig.Message.Statistics, sig.SessionID
@@ -167,10 +177,16 @@ func (st *PoolScaleSetState) assignedNow() ScaleSetStatistics {
 
 // onScaleSetSessionOpened takes the statistics a new session opened with: a set adopted with
 // jobs assigned (from another tool, or before the pool re-created its listener) shows them
-// here, before any message names them.
+// here, before any message names them. Statistics of a message of that session, taken
+// already, are newer and stay (SessionStatisticsStale).
 func (p *scaleSetDemand) onScaleSetSessionOpened(sig ScaleSetSessionOpened) {
 	st := p.st.ScaleSet
 	if st == nil || sig.ScaleSetID != st.ScaleSetID || !p.scaleSetStatisticsFirstOn() {
+		return
+	}
+	if SessionStatisticsStale(st.StatisticsSession, sig.SessionID) &&
+		workflow.GetVersion(p.ctx, changeScaleSetSessionStatisticsOrder, workflow.DefaultVersion, 1) >= 1 {
+		st.SessionID = sig.SessionID
 		return
 	}
 	st.Statistics, st.SessionID, st.AcquiredSince = sig.Statistics, sig.SessionID, 0

@@ -531,3 +531,93 @@ func TestScaleSetPoolFollowsASessionNumberedAfresh(t *testing.T) {
 	h.check(time.Minute+25*time.Second, "and the next", func(st PoolStatus) bool { return st.ScaleSet.Ledger.Jobs() == 3 })
 	h.run(spec, time.Minute+30*time.Second)
 }
+
+// signalTogether delivers the signals in one workflow task, in order, as a server hands a
+// worker the signals that arrived while no worker took the pool's task (the worker that had
+// it stopping in a deploy). The pool's handlers then take them by signal name, not in the
+// order they arrived.
+func (h *poolHarness) signalTogether(at time.Duration, messages func() []poolMessage) {
+	h.at(at, func() {
+		msgs := messages()
+		for i := range msgs {
+			h.inTransit = append(h.inTransit, &poolEvent{msg: &msgs[i]})
+			if i < len(msgs)-1 {
+				h.env.SignalWorkflowSkippingWorkflowTask(msgs[i].signal, msgs[i].arg)
+				continue
+			}
+			h.env.SignalWorkflow(msgs[i].signal, msgs[i].arg)
+		}
+	})
+}
+
+// The listener moves to a new session while the pool's workflow task waits for a worker (a
+// rolling deploy): the new session's opening statistics, which still count four jobs about to
+// complete, and the next message of that session, which completes them, reach the pool in one
+// task. The message is the newer word: the pool starts no runner for the completed jobs, as it
+// starts none when the two come one task each. Before the change the opening statistics,
+// taken after the message, raised the demand by the four completed jobs until the next
+// message (TestSessionStatisticsStale), and a history from before it still does.
+func TestScaleSetPoolTakesNoSessionStatisticsOlderThanItsMessage(t *testing.T) {
+	for _, tc := range []struct {
+		together, before bool
+		desired          int
+		started          int64
+	}{{false, false, 4, 8}, {true, false, 4, 8}, {true, true, 8, 10}} {
+		together := tc.together
+		h, spec := newScaleSetPoolHarness(t)
+		spec.MaxReplicas = ptr(10)
+		if tc.before {
+			setUp := h.onSegment
+			h.onSegment = func() {
+				setUp()
+				h.env.OnGetVersion(changeScaleSetSessionStatisticsOrder, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+		}
+		inSession := func(session string, id int64, assigned int, events ...ScaleSetJobEvent) ScaleSetMessageSignal {
+			m := scaleSetMessage(5, id, assigned, events...)
+			m.SessionID = session
+			return m
+		}
+		h.at(time.Minute, func() {
+			h.signal(SignalScaleSetMessage, inSession("s1", 1, 4, jobEvent(ScaleSetJobAssigned, 1, 2, 3, 4)...))
+		})
+		var ran []string
+		h.at(2*time.Minute, func() { ran = h.startJobsWithIDs(1, 2, 3, 4) })
+		h.at(2*time.Minute+time.Second, func() {
+			started := jobEvent(ScaleSetJobStarted, 1, 2, 3, 4)
+			for i := range started {
+				started[i].RunnerName = ran[i]
+			}
+			h.signal(SignalScaleSetMessage, inSession("s1", 2, 4, started...))
+		})
+		h.at(2*time.Minute+30*time.Second, func() {
+			h.signal(SignalScaleSetMessage, inSession("s1", 3, 8, jobEvent(ScaleSetJobAssigned, 5, 6, 7, 8)...))
+		})
+		h.check(2*time.Minute+40*time.Second, "a runner per job", func(st PoolStatus) bool {
+			return st.Desired == 8 && st.Totals.Started == 8
+		})
+		opened := poolMessage{signal: SignalScaleSetSessionOpened, arg: ScaleSetSessionOpened{
+			ScaleSetID: 5, SessionID: "s2", Statistics: ScaleSetStatistics{AssignedJobs: 8},
+		}}
+		completed := func() poolMessage { // the runners' jobs completed: the new session's first message
+			events := jobEvent(ScaleSetJobCompleted, 1, 2, 3, 4)
+			for i := range events {
+				events[i].RunnerName = ran[i]
+			}
+			return poolMessage{signal: SignalScaleSetMessage, arg: inSession("s2", 4, 4, events...)}
+		}
+		if together {
+			h.signalTogether(3*time.Minute, func() []poolMessage { return []poolMessage{opened, completed()} })
+		} else {
+			h.at(3*time.Minute, func() { h.signal(opened.signal, opened.arg) })
+			h.at(3*time.Minute+time.Second, func() { m := completed(); h.signal(m.signal, m.arg) })
+		}
+		h.check(3*time.Minute+10*time.Second, fmt.Sprintf("%+v: the demand after the new session's first message", tc), func(st PoolStatus) bool {
+			return st.ScaleSet.SessionID == "s2" && st.Desired == tc.desired
+		})
+		st := h.run(spec, 3*time.Minute+20*time.Second)
+		if st.Totals.Started != tc.started {
+			t.Errorf("%+v: started %d runners for 8 jobs, want %d", tc, st.Totals.Started, tc.started)
+		}
+	}
+}

@@ -153,6 +153,17 @@ func ScaleSetDemand(l ScaleSetLedger, stats ScaleSetStatistics, b Bounds, done i
 	return min(max(jobs+b.MinIdle, b.Min), b.Max)
 }
 
+// SessionStatisticsStale reports whether the statistics a session opened with (opened, the
+// session's id) are older than those the pool holds, taken from a message of held's session.
+// The listener hands a session's opening statistics over before it polls that session, so
+// any message of the same session was answered later; the pool can still take the message
+// first, when both reach it in one workflow task (each signal name has its own handler), and
+// the opening statistics would then put back jobs the message completed. Statistics of an
+// earlier session's message, or none (held empty), are older than a new session's opening.
+func SessionStatisticsStale(held, opened string) bool {
+	return held != "" && held == opened
+}
+
 // ScaleSetJobsDone counts the ledger's running jobs whose runner is leaving or gone from the
 // pool: an ephemeral runner leaves when its job ends, often before the service says so.
 func ScaleSetJobsDone(l ScaleSetLedger, runners []PoolRunner) int {

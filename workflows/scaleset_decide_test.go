@@ -333,3 +333,22 @@ func TestBoundScaleSetLedger(t *testing.T) {
 		})
 	}
 }
+
+func TestSessionStatisticsStale(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		held, opened string
+		stale        bool
+	}{
+		{"no message's statistics held", "", "s2", false},
+		{"statistics of an earlier session's message", "s1", "s2", false},
+		{"statistics of a message of the session opened: newer", "s2", "s2", true},
+		{"held from another session (ids never repeat)", "s2", "s1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SessionStatisticsStale(tc.held, tc.opened); got != tc.stale {
+				t.Errorf("SessionStatisticsStale(%q, %q) = %v, want %v", tc.held, tc.opened, got, tc.stale)
+			}
+		})
+	}
+}

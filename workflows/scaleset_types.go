@@ -229,6 +229,9 @@ type PoolScaleSetState struct {
 	Finished []ScaleSetFinishedRunner `json:"finished,omitempty"`
 	// CursorSession is the session whose message the ledger's cursor names.
 	CursorSession string `json:"cursorSession,omitempty"`
+	// StatisticsSession is the session whose message Statistics came from (empty: none yet,
+	// or statistics taken before changeScaleSetSessionStatisticsOrder).
+	StatisticsSession string `json:"statisticsSession,omitempty"`
 	// ExcessSince is when the ledger began to count more open jobs than the statistics'
 	// assigned count (zero: it does not); ScaleSetLedgerExcessHold later it is trimmed.
 	ExcessSince time.Time `json:"excessSince,omitzero"`
