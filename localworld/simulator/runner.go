@@ -24,6 +24,9 @@ const (
 	retryDelay = 500 * time.Millisecond
 	// disconnectTimeout bounds going offline on the way out, when the double may be gone.
 	disconnectTimeout = 5 * time.Second
+	// connectTimeout bounds one attempt to come online, which runs to its end even when the
+	// pod's work ends meanwhile (see connectOnce).
+	connectTimeout = 10 * time.Second
 )
 
 // podRef names one incarnation of a pod: a pod recreated under the same name is another pod,
@@ -206,18 +209,27 @@ func (r *runner) connect(spec runnerSpec, cred string) error {
 	}
 }
 
+// connectOnce makes one attempt to come online. An attempt begun runs to its end, even when the
+// pod's work ends meanwhile (the simulator stopping, the pod deleted): cancelled halfway, the
+// double could count the runner online while the runner never learnt its session, and no one
+// would take it offline again. With the session known, the way out disconnects it.
 func (r *runner) connectOnce(spec runnerSpec, cred string) (githubdouble.RunnerSession, error) {
+	if err := r.work.Err(); err != nil {
+		return githubdouble.RunnerSession{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.work), connectTimeout)
+	defer cancel()
 	gh := r.s.cfg.GitHub
 	if spec.mode == modeJIT {
-		return gh.ConnectJIT(r.work, cred)
+		return gh.ConnectJIT(ctx, cred)
 	}
-	sess, err := gh.RegisterWithToken(r.work, githubdouble.RegisterRequest{
+	sess, err := gh.RegisterWithToken(ctx, githubdouble.RegisterRequest{
 		Token: cred, Name: spec.name, Labels: spec.labels, RunnerGroup: spec.group, Ephemeral: spec.ephemeral,
 	})
 	if err != nil {
 		return sess, err
 	}
-	return sess, gh.Connect(r.work, sess)
+	return sess, gh.Connect(ctx, sess)
 }
 
 // serveJobs takes jobs until the runner is done: after one job when ephemeral, otherwise until
