@@ -363,10 +363,20 @@ const (
 	// an unroutable event at most once per interval, so a new pool is routable within seconds
 	// while a flood of foreign events costs at most one listing per interval.
 	PoolTableRefreshInterval = 10 * time.Second
-	// WebhookTemporalTimeout: the starter's Temporal calls for one delivery must finish well
-	// inside GitHub's 10-second delivery timeout, so a slow Temporal shows as 503 in GitHub's
-	// delivery log instead of a timeout.
-	WebhookTemporalTimeout = 5 * time.Second
+	// WebhookTemporalTimeout: the starter's Temporal calls for one delivery must finish inside
+	// GitHub's 10-second delivery timeout, so a slow Temporal shows as 503 in GitHub's delivery
+	// log instead of a timeout. 8 s leaves 2 s for the network, reading the body and the
+	// answer; every second more is a second a busy Temporal has to accept the signal before the
+	// delivery is refused (at 5 s, bursts on a loaded server were refused by the dozen).
+	WebhookTemporalTimeout = 8 * time.Second
+	// WebhookWindowSignalTimeout: a batch's signal to a scale window keeps its own deadline,
+	// counted from when its oldest event was queued, past the deliveries that stopped waiting
+	// for it: a delivery refused (503) because Temporal was slow still has its event signalled
+	// when Temporal takes it within this time, so the pool hears of the job at once and GitHub's
+	// redelivery, which the window deduplicates, is the safety net instead of the path. An
+	// event that waited longer is dropped from the intake's queue (its delivery was refused long
+	// before; the redelivery carries it), so a Temporal outage cannot grow the queue for ever.
+	WebhookWindowSignalTimeout = 30 * time.Second
 	// WebhookMaxBodyBytes: GitHub caps webhook payloads at 25 MB; anything larger is not GitHub.
 	WebhookMaxBodyBytes = 25 << 20
 )

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -22,15 +21,19 @@ import (
 //   - per window, events are signalled in the order commit was called, at most
 //     workflows.WorkflowJobsSignalMaxEvents per signal, one signal in flight at a time (per
 //     starter process: replicas have no order between them, as GitHub's deliveries have none);
-//   - a delivery whose context ends while it waits is answered with the context's error (503).
-//     If its event had not left yet it is taken out of the queue and never sent: GitHub shows
-//     the delivery as failed and nothing of it reaches the window. If it had already left with
-//     a batch it may still arrive; that is safe, because the window and the pool count a job's
-//     action once however often it is delivered (by job id and action, and by delivery id), so
-//     GitHub's redelivery of the 503 changes nothing.
+//   - a delivery whose context ends first is answered with the context's error (503), but its
+//     event is still signalled: a slow Temporal is no reason to leave a job unknown to its pool
+//     until GitHub's redelivery. Each signal has its own deadline,
+//     workflows.WebhookWindowSignalTimeout after its oldest event was queued, and an event that
+//     waited that long leaves the queue unsent (its delivery was refused long before). The
+//     window and the pool count a job's action once however often it is delivered (by job id
+//     and action, and by delivery id), so the redelivery of a refused delivery whose event
+//     arrived after all changes nothing.
 type groupCommit struct {
-	send    batchSender
-	timeout time.Duration
+	send batchSender
+	// hold bounds how long an event is kept for a signal after it was queued
+	// (workflows.WebhookWindowSignalTimeout; tests shorten it).
+	hold    time.Duration
 	metrics *Metrics
 
 	mu sync.Mutex
@@ -52,22 +55,21 @@ type windowQueue struct {
 // pendingEvent is one delivery's event until its signal's outcome is known.
 type pendingEvent struct {
 	event workflows.WorkflowJobEvent
-	// request is the delivery's context: its deadline bounds the signal carrying the event,
-	// and an event whose request ended before its batch left is left out.
-	request context.Context
+	// queued is when commit queued it: the signal carrying it must end by queued + hold.
+	queued time.Time
 	// outcome receives the error of the signal that carried the event (nil: accepted); it
 	// has room for that one value, so the sender never waits for a delivery that gave up.
 	outcome chan error
 }
 
-func newGroupCommit(send batchSender, timeout time.Duration, m *Metrics) *groupCommit {
-	return &groupCommit{send: send, timeout: timeout, metrics: m, windows: map[string]*windowQueue{}}
+func newGroupCommit(send batchSender, hold time.Duration, m *Metrics) *groupCommit {
+	return &groupCommit{send: send, hold: hold, metrics: m, windows: map[string]*windowQueue{}}
 }
 
 // commit queues the event for the pool's window and waits until a signal carrying it was
 // accepted or failed, or ctx ends (see groupCommit for what each answer means).
 func (g *groupCommit) commit(ctx context.Context, pool string, ev workflows.WorkflowJobEvent) error {
-	p := &pendingEvent{event: ev, request: ctx, outcome: make(chan error, 1)}
+	p := &pendingEvent{event: ev, queued: time.Now(), outcome: make(chan error, 1)}
 	g.mu.Lock()
 	q := g.windows[pool]
 	if q == nil {
@@ -86,29 +88,14 @@ func (g *groupCommit) commit(ctx context.Context, pool string, ev workflows.Work
 		return err
 	case <-ctx.Done():
 	}
-	if g.withdraw(q, p) {
-		return ctx.Err()
-	}
-	// The event left with a batch. If that batch's answer came in the same instant, it is the
-	// true answer; otherwise the delivery's time is up, whatever the batch's fate.
+	// The delivery's time is up. If its signal's answer came in the same instant, it is the
+	// true answer; otherwise the event stays queued or in flight and may still arrive.
 	select {
 	case err := <-p.outcome:
 		return err
 	default:
 		return ctx.Err()
 	}
-}
-
-// withdraw takes p out of the queue if it is still waiting there, and reports whether it was.
-func (g *groupCommit) withdraw(q *windowQueue, p *pendingEvent) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	i := slices.Index(q.waiting, p)
-	if i < 0 {
-		return false
-	}
-	q.waiting = slices.Delete(q.waiting, i, i+1)
-	return true
 }
 
 // sendQueued signals the window's queued events, a batch at a time, until none is left.
@@ -122,7 +109,7 @@ func (g *groupCommit) sendQueued(pool string, q *windowQueue) {
 		for i, p := range batch {
 			events[i] = p.event
 		}
-		ctx, cancel := context.WithDeadline(context.Background(), g.batchDeadline(batch))
+		ctx, cancel := context.WithDeadline(context.Background(), batch[0].queued.Add(g.hold))
 		err := g.send(ctx, pool, events)
 		cancel()
 		g.metrics.observeWindowSignal(len(events), err)
@@ -132,21 +119,24 @@ func (g *groupCommit) sendQueued(pool string, q *windowQueue) {
 	}
 }
 
-// nextBatch takes the oldest waiting events, at most a signal's worth, leaving out those whose
-// delivery has already given up. With nothing left it retires the queue (and the goroutine
-// calling it), under the same lock commit queues under, so no event is left without a sender.
+// nextBatch takes the oldest waiting events, at most a signal's worth, leaving out those that
+// waited past the hold (their deliveries were refused; GitHub's redelivery carries them). With
+// nothing left it retires the queue (and the goroutine calling it), under the same lock commit
+// queues under, so no event is left without a sender.
 func (g *groupCommit) nextBatch(pool string, q *windowQueue) []*pendingEvent {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var batch []*pendingEvent
-	taken := 0
+	taken, now := 0, time.Now()
 	for _, p := range q.waiting {
 		if len(batch) == workflows.WorkflowJobsSignalMaxEvents {
 			break
 		}
 		taken++
-		if p.request.Err() == nil {
+		if now.Before(p.queued.Add(g.hold)) {
 			batch = append(batch, p)
+		} else {
+			p.outcome <- context.DeadlineExceeded
 		}
 	}
 	clear(q.waiting[:taken]) // the queue's array must not keep answered deliveries alive
@@ -156,20 +146,4 @@ func (g *groupCommit) nextBatch(pool string, q *windowQueue) []*pendingEvent {
 		delete(g.windows, pool)
 	}
 	return batch
-}
-
-// batchDeadline bounds a batch's signal by the last deadline among its deliveries: until then
-// someone waits for the answer. A delivery without a deadline gets the handler's timeout.
-func (g *groupCommit) batchDeadline(batch []*pendingEvent) time.Time {
-	var last time.Time
-	for _, p := range batch {
-		d, ok := p.request.Deadline()
-		if !ok {
-			d = time.Now().Add(g.timeout)
-		}
-		if d.After(last) {
-			last = d
-		}
-	}
-	return last
 }

@@ -102,8 +102,9 @@ type commitTest struct {
 	org, pool string
 }
 
-// newCommitTest gives every delivery timeout to be answered in (the handler's budget).
-func newCommitTest(t *testing.T, timeout time.Duration) *commitTest {
+// newCommitTest gives every delivery timeout to be answered in (the handler's budget), and a
+// window's signal hold from its oldest event's arrival (zero: the policy's).
+func newCommitTest(t *testing.T, timeout, hold time.Duration) *commitTest {
 	t.Helper()
 	ct := &commitTest{t: t, gate: newSignalGate(), metrics: NewMetrics(prometheus.NewRegistry()),
 		org: unique("commit-org-"), pool: unique("commit-pool-")}
@@ -113,7 +114,7 @@ func newCommitTest(t *testing.T, timeout time.Duration) *commitTest {
 		_ = tc.TerminateWorkflow(context.Background(), workflows.ScaleWindowWorkflowID(ct.pool), "", "test over")
 	})
 	var err error
-	ct.h, err = NewHandler(Config{Secret: []byte(testSecret), Temporal: ct.gate, Metrics: ct.metrics, Timeout: timeout})
+	ct.h, err = NewHandler(Config{Secret: []byte(testSecret), Temporal: ct.gate, Metrics: ct.metrics, Timeout: timeout, WindowSignalTimeout: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func windowJobs(t *testing.T, pool string) []int64 {
 // arrived; each is acknowledged once its signal was accepted, and the window's history holds
 // every acknowledged event exactly once.
 func TestConcurrentDeliveriesShareSignals(t *testing.T) {
-	ct := newCommitTest(t, time.Minute) // generous: 1100 deliveries queue under -race
+	ct := newCommitTest(t, time.Minute, 0) // generous: 1100 deliveries queue under -race
 	first := ct.holdFirstSignal(1)
 	queued := int64(2*workflows.WorkflowJobsSignalMaxEvents + 100)
 	answers, order := ct.queueBehind(jobRange(2, queued))
@@ -233,7 +234,7 @@ func TestConcurrentDeliveriesShareSignals(t *testing.T) {
 // unavailable, 500 otherwise) and none of its events reached the window; the window's later
 // deliveries are signalled as usual.
 func TestFailedSignalAnswersEveryDeliveryItCarried(t *testing.T) {
-	ct := newCommitTest(t, time.Minute)
+	ct := newCommitTest(t, time.Minute, 0)
 	ct.gate.failAt[2] = serviceerror.NewUnavailable("frontend restarting")
 	ct.gate.failAt[3] = serviceerror.NewInvalidArgument("refused")
 	first := ct.holdFirstSignal(1)
@@ -264,13 +265,14 @@ func TestFailedSignalAnswersEveryDeliveryItCarried(t *testing.T) {
 	}
 }
 
-// TestDeliveryThatGivesUpWhileQueuedIsNeverSent: a delivery whose time runs out while its event
-// waits behind a signal in flight is answered 503 at its deadline and its event leaves the
-// queue: no signal carries it later, so nothing reaches the window that GitHub was told failed.
-func TestDeliveryThatGivesUpWhileQueuedIsNeverSent(t *testing.T) {
-	ct := newCommitTest(t, 2*time.Second)
+// TestDeliveryRefusedInTimeStillReachesItsWindow: deliveries whose time runs out while their
+// signal is held (a slow Temporal) are answered 503 at their deadline, and their events are
+// still signalled, in order, once Temporal takes signals again: the pool hears of the jobs
+// without waiting for GitHub's redelivery.
+func TestDeliveryRefusedInTimeStillReachesItsWindow(t *testing.T) {
+	ct := newCommitTest(t, 2*time.Second, time.Minute)
 	first := ct.holdFirstSignal(1)
-	answers, _ := ct.queueBehind(jobRange(2, 20))
+	answers, order := ct.queueBehind(jobRange(2, 20))
 	start := time.Now()
 	if got := statuses(append(answers, first)); got[http.StatusServiceUnavailable] != 21 {
 		t.Fatalf("answers by status %v, want all 21 answered 503 at their deadline", got)
@@ -278,9 +280,32 @@ func TestDeliveryThatGivesUpWhileQueuedIsNeverSent(t *testing.T) {
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("the deliveries were answered %v after queueing; their budget was 2 s", waited)
 	}
-	if jobs, _ := ct.h.windows.waitingJobs(ct.pool); len(jobs) != 0 {
-		t.Errorf("jobs %v still queued after their deliveries gave up", jobs)
+	if jobs, busy := ct.h.windows.waitingJobs(ct.pool); len(jobs) != 20 || !busy {
+		t.Errorf("after their deliveries were refused, jobs %v wait for the held signal (sender at work: %v), want all 20", jobs, busy)
 	}
+	ct.gate.releaseFirst()
+	ct.waitIdle()
+	if calls, sizes := ct.gate.signalled(); calls != 2 || !slices.Equal(sizes, []int{1, 20}) {
+		t.Errorf("%d signals (accepted batches %v), want the held one and one for the 20 behind it", calls, sizes)
+	}
+	if want := append([]int64{1}, order...); !slices.Equal(windowJobs(t, ct.pool), want) {
+		t.Errorf("the window got jobs %v, want every refused delivery's event once, in arrival order %v", windowJobs(t, ct.pool), want)
+	}
+}
+
+// TestEventHeldPastTheSignalTimeoutIsDropped: a signal held past its own deadline fails, and
+// the events that waited behind it as long leave the queue unsent (their deliveries were
+// refused; GitHub's redelivery carries them), so an outage cannot grow the queue for ever;
+// the window's next delivery is signalled as usual.
+func TestEventHeldPastTheSignalTimeoutIsDropped(t *testing.T) {
+	const hold = 2 * time.Second
+	ct := newCommitTest(t, time.Second, hold)
+	first := ct.holdFirstSignal(1)
+	answers, _ := ct.queueBehind(jobRange(2, 20))
+	if got := statuses(append(answers, first)); got[http.StatusServiceUnavailable] != 21 {
+		t.Fatalf("answers by status %v, want all 21 answered 503 at their deadline", got)
+	}
+	time.Sleep(hold) // the held signal's deadline passes while it is stuck
 	ct.gate.releaseFirst()
 	ct.waitIdle()
 	if got := <-ct.deliver(100); got != http.StatusAccepted {

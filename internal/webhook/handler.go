@@ -53,6 +53,10 @@ type Config struct {
 	// Timeout bounds the Temporal calls of one delivery; zero means
 	// workflows.WebhookTemporalTimeout.
 	Timeout time.Duration
+	// WindowSignalTimeout bounds a scale window's signal from its oldest event's arrival,
+	// past the deliveries it carries (see groupCommit); zero means
+	// workflows.WebhookWindowSignalTimeout.
+	WindowSignalTimeout time.Duration
 }
 
 // Handler serves GitHub webhook deliveries. It is safe for concurrent use.
@@ -84,8 +88,13 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = workflows.WebhookTemporalTimeout
 	}
+	if cfg.WindowSignalTimeout <= 0 {
+		cfg.WindowSignalTimeout = workflows.WebhookWindowSignalTimeout
+	}
+	// A window's signal must not end before the deliveries waiting for it do.
+	cfg.WindowSignalTimeout = max(cfg.WindowSignalTimeout, cfg.Timeout)
 	h := &Handler{cfg: cfg, log: cfg.Logger}
-	h.windows = newGroupCommit(h.signalWindow, cfg.Timeout, cfg.Metrics)
+	h.windows = newGroupCommit(h.signalWindow, cfg.WindowSignalTimeout, cfg.Metrics)
 	return h, nil
 }
 
