@@ -24,6 +24,9 @@ const (
 	retryDelay = 500 * time.Millisecond
 	// disconnectTimeout bounds going offline on the way out, when the double may be gone.
 	disconnectTimeout = 5 * time.Second
+	// credentialPoll is how often a runner waiting for its Secret looks again, in the
+	// simulator's watch of the Secrets (no API call).
+	credentialPoll = 100 * time.Millisecond
 	// connectTimeout bounds one attempt to come online, which runs to its end even when the
 	// pod's work ends meanwhile (see connectOnce).
 	connectTimeout = 10 * time.Second
@@ -168,6 +171,7 @@ func (r *runner) holdUnscheduled(pod *corev1.Pod) bool {
 // waitForCredential reads the runner's credential from its Secret. While the Secret or key is
 // missing the kubelet keeps the container waiting with CreateContainerConfigError and retries.
 func (r *runner) waitForCredential(c credentialSource) (string, bool) {
+	shown := ""
 	for {
 		cred, err := r.s.readCredential(r.work, r.ref.Namespace, c)
 		if err == nil {
@@ -176,11 +180,15 @@ func (r *runner) waitForCredential(c credentialSource) (string, bool) {
 		if r.work.Err() != nil {
 			return "", false
 		}
-		r.log.Warn("runner credential not available yet", "error", err)
-		if err := r.s.markWaiting(r.work, r.ref, "CreateContainerConfigError", err.Error()); err != nil {
-			r.logUnlessStopped("could not set the container waiting", err)
+		if err.Error() != shown { // the pod's status changes only when the reason does
+			r.log.Warn("runner credential not available yet", "error", err)
+			if merr := r.s.markWaiting(r.work, r.ref, "CreateContainerConfigError", err.Error()); merr != nil {
+				r.logUnlessStopped("could not set the container waiting", merr)
+			} else {
+				shown = err.Error()
+			}
 		}
-		if !r.pause(retryDelay) {
+		if !r.pause(credentialPoll) {
 			return "", false
 		}
 	}

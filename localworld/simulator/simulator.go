@@ -4,9 +4,9 @@
 // goroutine per live pod, and no claim to scale.
 //
 // For every runner pod it binds the pod to a simulated node (after AnnotationUnscheduledFor,
-// if set), reads the runner's credential from the pod's Secret as a kubelet does (a missing
-// Secret keeps the container waiting with CreateContainerConfigError, tried again every
-// half second), sets it Running, brings the runner online at the double, takes
+// if set), reads the runner's credential from the pod's Secret as a kubelet does, from a watch
+// of the Secrets (a missing Secret keeps the container waiting with CreateContainerConfigError
+// until the watch shows it), sets it Running, brings the runner online at the double, takes
 // jobs and completes them after a simulated work time. An ephemeral runner's pod Succeeds after
 // its one job; a persistent runner waits for the next. Faults (never online, crash mid-job,
 // eviction) are chosen per runner with SetFault or the pod annotation AnnotationFault.
@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/runnerflow/runnerflow/internal/runnerpod"
@@ -122,6 +123,10 @@ type Simulator struct {
 	started bool
 	ctx     context.Context // Run's context; runners' lifetimes derive from it
 	wg      sync.WaitGroup  // runner goroutines
+	// secrets are the watched namespaces' Secrets, by namespace ("" when all are watched):
+	// a kubelet's secret manager watches the Secrets its pods use, so waiting for one costs
+	// the API server nothing. Set before the first runner starts.
+	secrets map[string]corev1listers.SecretLister
 }
 
 // New returns a Simulator; it does nothing until Run.
@@ -225,7 +230,10 @@ func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInfor
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
 	}
-	var factories []informers.SharedInformerFactory
+	factories, err := s.startSecretInformers(ctx, namespaces)
+	if err != nil {
+		return factories, err
+	}
 	for _, ns := range namespaces {
 		for _, selector := range selectors {
 			f, err := s.startInformer(ctx, ns, selector)
@@ -243,6 +251,42 @@ func (s *Simulator) startInformers(ctx context.Context) ([]informers.SharedInfor
 		}
 	}
 	return factories, nil
+}
+
+// startSecretInformers starts a Secret informer per namespace and waits for their caches, so
+// that every runner finds its Secret in them (Simulator.secrets).
+func (s *Simulator) startSecretInformers(ctx context.Context, namespaces []string) ([]informers.SharedInformerFactory, error) {
+	var factories []informers.SharedInformerFactory
+	listers := map[string]corev1listers.SecretLister{}
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(s.cfg.Client, 0, informers.WithNamespace(ns))
+		secrets := f.Core().V1().Secrets()
+		secrets.Informer() // registered before Start, so the factory runs it
+		listers[ns] = secrets.Lister()
+		f.Start(ctx.Done())
+		factories = append(factories, f)
+	}
+	for _, f := range factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok && ctx.Err() == nil {
+				return factories, fmt.Errorf("simulator: cache of %v did not sync", typ)
+			}
+		}
+	}
+	s.mu.Lock()
+	s.secrets = listers
+	s.mu.Unlock()
+	return factories, nil
+}
+
+// secretLister is the watched Secrets of a namespace (nil when it is not watched).
+func (s *Simulator) secretLister(namespace string) corev1listers.SecretLister {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.secrets[namespace]; ok {
+		return l
+	}
+	return s.secrets[corev1.NamespaceAll]
 }
 
 // startInformer starts a pod informer for one namespace and label selector.

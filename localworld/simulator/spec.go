@@ -117,7 +117,13 @@ func (s *Simulator) readCredential(ctx context.Context, namespace string, c cred
 	if c.secret == nil {
 		return c.literal, nil
 	}
-	secret, err := s.cfg.Client.CoreV1().Secrets(namespace).Get(ctx, c.secret.Name, metav1.GetOptions{})
+	var secret *corev1.Secret
+	var err error
+	if l := s.secretLister(namespace); l != nil {
+		secret, err = l.Secrets(namespace).Get(c.secret.Name)
+	} else {
+		secret, err = s.cfg.Client.CoreV1().Secrets(namespace).Get(ctx, c.secret.Name, metav1.GetOptions{})
+	}
 	if err != nil {
 		return "", fmt.Errorf("secret %q for %s: %w", c.secret.Name, c.env, err)
 	}
