@@ -306,8 +306,10 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	countRefill := registrations(&b.refills)
 	// A pool decides to start a runner when it issues the runner's start: a child workflow
 	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
+	poolTrace, windowTrace := newDeciderTracer(b.released, b.allStarted), newDeciderTracer(b.released, b.allStarted)
 	noteDecision := func(ev *historypb.HistoryEvent) {
 		countRefill(ev)
+		poolTrace.visit(ev)
 		at := ev.GetEventTime().AsTime()
 		if id := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(); id != "" {
 			decided[runnerName(id)] = at
@@ -324,16 +326,19 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	if res.PoolWorkflows, err = historyCost(ctx, b.e.c, idQuery(workflows.PoolWorkflowID, b.pools), b.start, noteDecision); err != nil {
 		return res, err
 	}
-	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start, nil); err != nil {
+	if res.ScaleWindows, err = historyCost(ctx, b.e.c, b.windowQuery(), b.start, windowTrace.visit); err != nil {
 		return res, err
 	}
+	b.operator.PoolTasks, b.operator.WindowTasks = poolTrace.result(), windowTrace.result()
 	if res.ScopeListings, err = historyCost(ctx, b.e.c, b.listingQuery(), b.start, nil); err != nil {
 		return res, err
 	}
 	if b.scaleSet {
-		if res.Listeners, err = historyCost(ctx, b.e.c, b.listenerQuery(), b.start, nil); err != nil {
+		listenerTrace := newDeciderTracer(b.released, b.allStarted)
+		if res.Listeners, err = historyCost(ctx, b.e.c, b.listenerQuery(), b.start, listenerTrace.visit); err != nil {
 			return res, err
 		}
+		b.operator.ListenerTasks = listenerTrace.result()
 	}
 	all := res.total()
 	res.EventsPerRunner = ratio(all.Events, runners)

@@ -22,6 +22,12 @@ type OperatorResult struct {
 	// Answered503 those it refused because Temporal did not confirm them in time.
 	Deliveries  int `json:"deliveries"`
 	Answered503 int `json:"answered503"`
+	// PoolTasks, WindowTasks and ListenerTasks trace where the pools', the scale windows' and
+	// a scale-set burst's listeners' time went in the same span (DeciderTrace): the decision
+	// latency's parts.
+	PoolTasks     DeciderTrace `json:"poolTasks"`
+	WindowTasks   DeciderTrace `json:"windowTasks"`
+	ListenerTasks DeciderTrace `json:"listenerTasks"`
 }
 
 // statusProbe asks every pool's status once a second until stopped, timing each answer.

@@ -103,6 +103,28 @@ func printOperator(w io.Writer, o OperatorResult) {
 	if o.Deliveries > 0 {
 		row(w, "", "webhook deliveries answered 503", fmt.Sprintf("%d of %d", o.Answered503, o.Deliveries))
 	}
+	printDeciderTrace(w, "pools", o.PoolTasks)
+	printDeciderTrace(w, "scale windows", o.WindowTasks)
+	printDeciderTrace(w, "scale-set listeners", o.ListenerTasks)
+}
+
+// printDeciderTrace renders where a kind of decider's time went (DeciderTrace).
+func printDeciderTrace(w io.Writer, who string, t DeciderTrace) {
+	if t.Run.N == 0 {
+		return
+	}
+	row(w, "", who+": signal → seen by a workflow task", pct(t.Heard))
+	row(w, "", who+": workflow task queue wait", pct(t.QueueWait))
+	row(w, "", who+": workflow task run", pct(t.Run))
+	trouble := fmt.Sprintf("%d failed", t.Failed)
+	if len(t.TimedOut) > 0 {
+		trouble = byCount(t.TimedOut) + "; " + trouble
+	}
+	row(w, "", who+": workflow tasks timed out or failed", trouble)
+	if t.ContinuesAsNew > 0 {
+		row(w, "", who+": continued as new; suggestion → continue-as-new",
+			fmt.Sprintf("%d; %s", t.ContinuesAsNew, pct(t.ContinueAsNewWait)))
+	}
 }
 
 func printMemory(w io.Writer, m *MemoryResult) {
