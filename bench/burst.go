@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -307,6 +309,15 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 	// A pool decides to start a runner when it issues the runner's start: a child workflow
 	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
 	poolTrace, windowTrace := newDeciderTracer(b.released, b.allStarted), newDeciderTracer(b.released, b.allStarted)
+	if path := b.e.opts.DeciderTimeline; path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return res, fmt.Errorf("decider timeline: %w", err)
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "# burst of %d jobs (%s), pools' histories from %s\n", b.n, cmp.Or(b.mode(), "webhooks"), b.released.Format(time.RFC3339Nano))
+		poolTrace.timeline = f
+	}
 	noteDecision := func(ev *historypb.HistoryEvent) {
 		countRefill(ev)
 		poolTrace.visit(ev)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -43,6 +45,10 @@ type deciderTracer struct {
 	heard, queueWait, run, canWait []time.Duration
 	timedOut                       map[string]int
 	failed, continues              int
+
+	// timeline, if set, gets every event of the span, one line each (the trace's raw material).
+	timeline io.Writer
+	history  int
 }
 
 func newDeciderTracer(from, to time.Time) *deciderTracer {
@@ -56,8 +62,12 @@ func (t *deciderTracer) visit(ev *historypb.HistoryEvent) {
 	if ev.GetEventId() == 1 {
 		t.scheduled, t.started = map[int64]time.Time{}, map[int64]time.Time{}
 		t.unseen, t.inTask, t.suggested = nil, nil, time.Time{}
+		t.history++
 	}
 	at := ev.GetEventTime().AsTime()
+	if t.timeline != nil && !at.Before(t.from) {
+		fmt.Fprintf(t.timeline, "%d\t%d\t%.3f\t%s\t%s\n", t.history, ev.GetEventId(), at.Sub(t.from).Seconds(), ev.GetEventType(), eventDetail(ev))
+	}
 	switch ev.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 		if t.inSpan(at) {
@@ -68,7 +78,7 @@ func (t *deciderTracer) visit(ev *historypb.HistoryEvent) {
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 		a := ev.GetWorkflowTaskStartedEventAttributes()
 		t.started[ev.GetEventId()] = at
-		if s, ok := t.scheduled[a.GetScheduledEventId()]; ok && t.inSpan(at) {
+		if s, ok := t.scheduled[a.GetScheduledEventId()]; ok && t.inSpan(s) {
 			t.queueWait = append(t.queueWait, at.Sub(s))
 		}
 		if a.GetSuggestContinueAsNew() && t.suggested.IsZero() {
@@ -85,8 +95,12 @@ func (t *deciderTracer) visit(ev *historypb.HistoryEvent) {
 		}
 		t.inTask = nil
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-		if t.inSpan(at) {
-			t.timedOut[timeoutKind(ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType())]++
+		a := ev.GetWorkflowTaskTimedOutEventAttributes()
+		if s, ok := t.scheduled[a.GetScheduledEventId()]; ok && t.inSpan(s) {
+			t.timedOut[timeoutKind(a.GetTimeoutType())]++
+			if a.GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+				t.queueWait = append(t.queueWait, at.Sub(s)) // a wait no worker ended
+			}
 		}
 		t.unseen, t.inTask = append(t.inTask, t.unseen...), nil // the next task sees them
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
@@ -123,4 +137,26 @@ func (t *deciderTracer) result() DeciderTrace {
 		tr.TimedOut = t.timedOut
 	}
 	return tr
+}
+
+// eventDetail is what the timeline says of an event besides its type.
+func eventDetail(ev *historypb.HistoryEvent) string {
+	switch {
+	case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+		return ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
+	case ev.GetWorkflowTaskStartedEventAttributes() != nil:
+		a := ev.GetWorkflowTaskStartedEventAttributes()
+		return fmt.Sprintf("scheduled=%d suggestCAN=%v", a.GetScheduledEventId(), a.GetSuggestContinueAsNew())
+	case ev.GetWorkflowTaskScheduledEventAttributes() != nil:
+		return ev.GetWorkflowTaskScheduledEventAttributes().GetTaskQueue().GetName()
+	case ev.GetWorkflowTaskTimedOutEventAttributes() != nil:
+		a := ev.GetWorkflowTaskTimedOutEventAttributes()
+		return fmt.Sprintf("%s scheduled=%d", timeoutKind(a.GetTimeoutType()), a.GetScheduledEventId())
+	case ev.GetActivityTaskScheduledEventAttributes() != nil:
+		return ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+	case ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes() != nil:
+		a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
+		return a.GetSignalName() + " → " + a.GetWorkflowExecution().GetWorkflowId()
+	}
+	return ""
 }

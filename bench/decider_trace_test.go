@@ -50,7 +50,7 @@ func TestDeciderTraceSplitsASignalsWait(t *testing.T) {
 	scheduled(ms(200))                                                                           // 10
 	add(ms(5200), enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, func(ev *historypb.HistoryEvent) { // 11
 		ev.Attributes = &historypb.HistoryEvent_WorkflowTaskTimedOutEventAttributes{WorkflowTaskTimedOutEventAttributes: &historypb.WorkflowTaskTimedOutEventAttributes{
-			TimeoutType: enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START}}
+			ScheduledEventId: 10, TimeoutType: enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START}}
 	})
 	scheduled(ms(5200))         // 12
 	started(ms(5300), 12, true) // 13: sees signal 8, and is asked to continue as new
@@ -66,8 +66,8 @@ func TestDeciderTraceSplitsASignalsWait(t *testing.T) {
 	if got.Heard.N != 2 || got.Heard.P50ms != 200 || got.Heard.MaxMs != 5250 {
 		t.Errorf("heard = %+v, want signal 5 seen after 200 ms and signal 8 after 5 250 ms (the timed-out task saw nothing)", got.Heard)
 	}
-	if got.QueueWait.N != 2 || got.QueueWait.MaxMs != 100 {
-		t.Errorf("queue wait = %+v, want the two tasks started in the span, 100 ms each", got.QueueWait)
+	if got.QueueWait.N != 3 || got.QueueWait.P50ms != 100 || got.QueueWait.MaxMs != 5000 {
+		t.Errorf("queue wait = %+v, want the two tasks started in the span (100 ms each) and the 5 000 ms of the one no worker took", got.QueueWait)
 	}
 	if got.Run.N != 2 || got.Run.MaxMs != 100 {
 		t.Errorf("run = %+v, want two tasks of 100 ms", got.Run)
@@ -84,7 +84,7 @@ func TestDeciderTraceSplitsASignalsWait(t *testing.T) {
 	tr.visit(&historypb.HistoryEvent{EventId: 2, EventTime: timestamppb.New(ms(10000)), EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED})
 	tr.visit(&historypb.HistoryEvent{EventId: 3, EventTime: timestamppb.New(ms(10030)), EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED,
 		Attributes: &historypb.HistoryEvent_WorkflowTaskStartedEventAttributes{WorkflowTaskStartedEventAttributes: &historypb.WorkflowTaskStartedEventAttributes{ScheduledEventId: 2}}})
-	if got := tr.result().QueueWait; got.N != 3 || got.P50ms != 100 || got.MaxMs != 100 {
-		t.Errorf("after a second history, queue wait = %+v, want a third sample of 30 ms", got)
+	if got := tr.result().QueueWait; got.N != 4 || got.P50ms != 100 || got.MaxMs != 5000 {
+		t.Errorf("after a second history, queue wait = %+v, want a fourth sample of 30 ms", got)
 	}
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// LogPath receives the warnings of the worker and the world's parts; empty means a new
 	// file in the temporary directory.
 	LogPath string
+	// DeciderTimeline, when set, is a file that gets every event of each burst's pool
+	// histories from the burst's first webhook on, one line each: what the pools' decider
+	// trace (DeciderTrace) is made of, to read a stall event by event.
+	DeciderTimeline string
 	// Skip names phases not to run: burst, throughput, memory, fleet, pull-fleet.
 	Skip []string
 	// Peer names a system to measure beside runnerflow after its phases, with the same bursts
@@ -148,6 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
 	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, fmt.Sprintf("the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (%d)", workflows.DefaultKubernetesQPS))
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
+	fs.StringVar(&opts.DeciderTimeline, "decider-timeline", "", "append every event of each burst's pool histories, from its first webhook on, to this file, one line each (history, event id, seconds since the first webhook, type, detail)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
 	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (its scale-set mode)")
 	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
