@@ -44,6 +44,7 @@ func servedOperations() []specOperation {
 	}
 	return append(append(ops,
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs"},
+		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/jobs/{job_id}"},
 		specOperation{"get", "/repos/{owner}/{repo}/contents/{path}"},

@@ -218,9 +218,13 @@ func driveRepository(t *testing.T, w *world, c *github.Client) {
 		expectStatus(t, "list jobs", resp, err, http.StatusOK)
 		_, resp, err = c.Actions.GetWorkflowJobByID(ctx, "acme", "app", j.ID)
 		expectStatus(t, "get job", resp, err, http.StatusOK)
+		_, resp, err = c.Actions.GetWorkflowRunByID(ctx, "acme", "app", j.RunID)
+		expectStatus(t, "get run", resp, err, http.StatusOK)
 	}
 	_, resp, err = c.Actions.GetWorkflowJobByID(ctx, "acme", "app", 999999)
 	expectStatus(t, "get unknown job", resp, err, http.StatusNotFound)
+	_, resp, err = c.Actions.GetWorkflowRunByID(ctx, "acme", "app", 999999)
+	expectStatus(t, "get unknown run", resp, err, http.StatusNotFound)
 	_, resp, err = c.Actions.ListWorkflowJobs(ctx, "acme", "app", 999999, nil)
 	expectStatus(t, "list jobs of unknown run", resp, err, http.StatusNotFound)
 	driveContents(t, w, c)

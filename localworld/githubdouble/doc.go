@@ -21,7 +21,7 @@
 //     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried. The
 //     deliveries API (hookdeliveries.go) lists every attempt with an id and redelivers one.
 //   - A repository's files live in commits (PushFiles), served by the contents endpoint at a
-//     commit or branch. StartRun runs a workflow file at a commit, parsed by runnerflow's own
+//     commit or branch; a run (GET .../actions/runs/{run_id}) names its file's path. StartRun runs a workflow file at a commit, parsed by runnerflow's own
 //     internal/jobgraph: a job is queued once every job it needs succeeded, skipped (no runner)
 //     once one did not, a matrix job is one job per combination, and RunSpec.Conclusions makes
 //     a job fail whatever its runner reports (runs.go, repofiles.go; docs/testing.md lists what

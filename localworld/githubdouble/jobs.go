@@ -21,6 +21,13 @@ type JobSpec struct {
 	Name string
 	// HeadBranch is the branch the run is for; empty means "main".
 	HeadBranch string
+	// HeadSHA is the commit the run is for, e.g. one PushFiles returned; empty means one made
+	// up from the run's id.
+	HeadSHA string
+	// WorkflowPath is the run's workflow file; empty means one named after Workflow. With
+	// HeadSHA it lets a test queue jobs of a file StartRun would refuse (one that does not
+	// parse), as GitHub runs what runnerflow cannot read.
+	WorkflowPath string
 }
 
 // Job statuses and the conclusions the double sets, as GitHub spells them.
@@ -70,6 +77,8 @@ type Job struct {
 type job struct {
 	Job
 	repoKey string
+	// path is the run's workflow file; empty means one named after the workflow (runPath).
+	path string
 	// conclusion is what the job's steps come to (RunSpec.Conclusions): a runner reporting
 	// success records it instead. Empty keeps what the runner reports.
 	conclusion string
@@ -114,7 +123,7 @@ func (s *Server) QueueMatrix(spec JobSpec, n int) ([]Job, error) {
 	runID := s.st.next("run")
 	out := make([]Job, 0, n)
 	for range n {
-		j := s.queueRunJob(repo, runID, spec, fmt.Sprintf("%040x", runID))
+		j := s.queueRunJob(repo, runID, spec, cmp.Or(spec.HeadSHA, fmt.Sprintf("%040x", runID)))
 		out = append(out, j.Job)
 	}
 	s.st.wakeWaiters()
@@ -131,7 +140,7 @@ func (s *Server) queueRunJob(repo *repository, runID int64, spec JobSpec, headSH
 		HeadBranch: cmp.Or(spec.HeadBranch, "main"), HeadSHA: headSHA, Status: StatusQueued,
 		// GitHub sets started_at when the job is queued and again when a runner picks it up.
 		CreatedAt: now, StartedAt: now,
-	}, repoKey: lower(repo.fullName())}
+	}, repoKey: lower(repo.fullName()), path: spec.WorkflowPath}
 	s.st.jobs[j.ID] = j
 	s.st.queued = append(s.st.queued, j.ID)
 	s.log.Debug("job queued", "jobID", j.ID, "runID", runID, "repository", j.Repository, "labels", j.Labels)

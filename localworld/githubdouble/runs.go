@@ -184,6 +184,7 @@ func (s *Server) queueGraphJob(rn *run, gj jobgraph.Job) {
 	for i := range gj.Matrix.Size {
 		j := s.queueRunJob(rn.repo, rn.id, JobSpec{
 			Labels: gj.LabelValues(), Workflow: rn.workflowName(), Name: matrixJobName(gj, i), HeadBranch: rn.branch,
+			WorkflowPath: rn.path,
 		}, rn.sha)
 		j.conclusion = rn.conclusions[lower(gj.ID)]
 		rn.made[lower(gj.ID)] = append(rn.made[lower(gj.ID)], j.ID)
@@ -199,7 +200,7 @@ func (s *Server) skipGraphJob(rn *run, gj jobgraph.Job) {
 			ID: s.st.next("job"), RunID: rn.id, Repository: rn.repo.fullName(), Labels: gj.LabelValues(),
 			Workflow: rn.workflowName(), Name: matrixJobName(gj, i), HeadBranch: rn.branch, HeadSHA: rn.sha,
 			Status: StatusCompleted, Conclusion: ConclusionSkipped, CreatedAt: now, StartedAt: now, CompletedAt: now,
-		}, repoKey: lower(rn.repo.fullName())}
+		}, repoKey: lower(rn.repo.fullName()), path: rn.path}
 		s.st.jobs[j.ID] = j
 		rn.made[lower(gj.ID)] = append(rn.made[lower(gj.ID)], j.ID)
 		s.log.Debug("job skipped", "jobID", j.ID, "runID", rn.id, "name", j.Name)

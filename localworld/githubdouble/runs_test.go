@@ -108,11 +108,10 @@ func TestRunQueuesEachJobWhenItsNeedsComplete(t *testing.T) {
 	for range deploy {
 		runNext(t, w, c, "deploy")
 	}
-	listed, _, err := c.Actions.ListRepositoryWorkflowRuns(context.Background(), "acme", "app", nil)
+	r, _, err := c.Actions.GetWorkflowRunByID(context.Background(), "acme", "app", run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := listed.WorkflowRuns[0]
 	if r.GetID() != run.ID || r.GetStatus() != StatusCompleted || r.GetConclusion() != ConclusionSuccess || r.GetPath() != pipelinePath || r.GetHeadSHA() != sha {
 		t.Fatalf("listed run %d %s/%s path %s sha %s", r.GetID(), r.GetStatus(), r.GetConclusion(), r.GetPath(), r.GetHeadSHA())
 	}
@@ -224,5 +223,36 @@ func TestStartRunRefusesWhatItCannotRun(t *testing.T) {
 	}
 	if len(w.Jobs()) != 0 {
 		t.Fatalf("refused runs made jobs: %+v", w.Jobs())
+	}
+}
+
+// A job can be queued for a file the double would not run (GitHub runs what runnerflow cannot
+// read): its run names the file and the commit, where the contents endpoint serves it.
+func TestQueueJobOfAFileAtACommit(t *testing.T) {
+	w := startWorld(t, Config{})
+	c := w.client(testToken, nil)
+	ctx := context.Background()
+	broken := "on: push\njobs:\n  a: [\n"
+	sha, err := w.PushFiles(PushSpec{Repository: "acme/app", Files: map[string]string{".github/workflows/odd.yml": broken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.StartRun(RunSpec{Repository: "acme/app", Path: ".github/workflows/odd.yml"}); err == nil {
+		t.Fatal("StartRun ran a file that does not parse")
+	}
+	j, err := w.QueueJob(JobSpec{Repository: "acme/app", Labels: []string{"linux"}, HeadSHA: sha, WorkflowPath: ".github/workflows/odd.yml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := c.Actions.GetWorkflowRunByID(ctx, "acme", "app", j.RunID)
+	if err != nil || run.GetPath() != ".github/workflows/odd.yml" || run.GetHeadSHA() != sha {
+		t.Fatalf("run %v: path %q sha %q, want the file at %s", err, run.GetPath(), run.GetHeadSHA(), sha)
+	}
+	f, _, _, err := c.Repositories.GetContents(ctx, "acme", "app", run.GetPath(), &github.RepositoryContentGetOptions{Ref: run.GetHeadSHA()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.GetContent(); got != broken {
+		t.Fatalf("file of the run: %q, want %q", got, broken)
 	}
 }

@@ -280,6 +280,7 @@ func (s *Server) routes() *http.ServeMux {
 		s.handleAPI(mux, "DELETE "+p+"/actions/runners/{runner_id}", s.handleDeleteRunner)
 	}
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs", s.handleListRuns)
+	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs/{run_id}", s.handleGetRun)
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs", s.handleListJobs)
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/jobs/{job_id}", s.handleGetJob)
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/contents/{path...}", s.handleGetContent)

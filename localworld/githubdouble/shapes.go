@@ -190,11 +190,11 @@ func (s *Server) renderSteps(j *job) []stepJSON {
 	return []stepJSON{step}
 }
 
-// runPath is the workflow file of a job's run: the file a run of one was started from, else
-// one named after the workflow. Callers hold s.mu.
+// runPath is the workflow file of a job's run: the one it was queued with, else one named
+// after the workflow.
 func (s *Server) runPath(j *job) string {
-	if rn, ok := s.st.runs[j.RunID]; ok {
-		return rn.path
+	if j.path != "" {
+		return j.path
 	}
 	return ".github/workflows/" + strings.ToLower(strings.ReplaceAll(j.Workflow, " ", "-")) + ".yml"
 }
