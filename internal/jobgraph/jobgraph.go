@@ -29,8 +29,15 @@ type Graph struct {
 type Job struct {
 	// ID is the job's key under jobs:, as written (GitHub compares ids case-insensitively).
 	ID string
-	// Name is the job's name: as written, else its ID.
+	// Name is the job's name: as written, else its ID. GitHub names the jobs of a matrix
+	// "<Name> (<values>)" unless Name holds an expression.
 	Name string
+	// NameUnknown marks a name holding a ${{ }} expression: the jobs' names are known only at
+	// run time.
+	NameUnknown bool
+	// If is the job's if: condition as written; empty when it has none. A job with one may be
+	// skipped whatever its needs did.
+	If string
 	// Needs are the ids of the jobs it waits for, as written.
 	Needs []string
 	// Labels are the runs-on labels. A label holding an expression is Unknown.
@@ -147,7 +154,10 @@ func jobOrder(wf *actionlint.Workflow) map[string]int {
 func readJob(j *actionlint.Job) Job {
 	out := Job{ID: j.ID.Value, Name: j.ID.Value, Matrix: matrixSize(j.Strategy)}
 	if j.Name != nil && j.Name.Value != "" {
-		out.Name = j.Name.Value
+		out.Name, out.NameUnknown = j.Name.Value, j.Name.ContainsExpression()
+	}
+	if j.If != nil {
+		out.If = j.If.Value
 	}
 	for _, n := range j.Needs {
 		out.Needs = append(out.Needs, n.Value)

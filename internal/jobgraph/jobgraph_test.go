@@ -168,3 +168,28 @@ func TestParseRefusesBrokenFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestParseNamesAndConditions(t *testing.T) {
+	src := `on: push
+jobs:
+  plain:
+    runs-on: linux
+    steps: [{run: x}]
+  named:
+    name: Deploy ${{ matrix.region }}
+    if: github.ref == 'refs/heads/main'
+    runs-on: linux
+    steps: [{run: x}]
+`
+	g, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, named := g.Jobs[0], g.Jobs[1]
+	if plain.Name != "plain" || plain.NameUnknown || plain.If != "" {
+		t.Errorf("plain: %+v, want its id as name, known, no condition", plain)
+	}
+	if named.Name != "Deploy ${{ matrix.region }}" || !named.NameUnknown || named.If != "github.ref == 'refs/heads/main'" {
+		t.Errorf("named: %+v, want its name unknown and its condition", named)
+	}
+}
