@@ -56,8 +56,8 @@ type run struct {
 	graph       *jobgraph.Graph
 	path, sha   string
 	branch      string
-	conclusions map[string]string // by lower-cased job id
-	made        map[string][]int64
+	conclusions map[string]string  // by lower-cased job id
+	made        map[string][]int64 // the jobs made of each of the file's jobs, by lower-cased id
 }
 
 // StartRun reads the workflow file at the ref, starts a run of it and queues its jobs that
@@ -86,6 +86,11 @@ func (s *Server) StartRun(spec RunSpec) (Run, error) {
 	g, err := runnableGraph(src)
 	if err != nil {
 		return Run{}, fmt.Errorf("githubdouble: %s: %w", spec.Path, err)
+	}
+	for id, c := range spec.Conclusions {
+		if _, ok := g.Job(id); !ok {
+			return Run{}, fmt.Errorf("githubdouble: %s has no job %q to conclude %s", spec.Path, id, c)
+		}
 	}
 	rn := &run{
 		id: s.st.next("run"), repo: repo, graph: g, path: spec.Path, sha: c.sha,

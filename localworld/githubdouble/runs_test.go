@@ -215,6 +215,7 @@ func TestStartRunRefusesWhatItCannotRun(t *testing.T) {
 		{RunSpec{Repository: "acme/app", Path: pipelinePath, Ref: "nosuchbranch"}, "no commit"},
 		{RunSpec{Repository: "acme/nope", Path: pipelinePath}, "unknown repository"},
 		{RunSpec{Repository: "acme/app", Path: pipelinePath, Conclusions: map[string]string{"test": "exploded"}}, "exploded"},
+		{RunSpec{Repository: "acme/app", Path: pipelinePath, Conclusions: map[string]string{"tset": ConclusionFailure}}, `no job "tset"`},
 	}
 	for _, tc := range cases {
 		if _, err := w.StartRun(tc.spec); err == nil || !strings.Contains(err.Error(), tc.mention) {
