@@ -64,9 +64,9 @@ type run struct {
 // need nothing. The file must parse (jobgraph.Parse) and each job's labels and matrix size
 // must be known without running it (no ${{ }} in runs-on or the matrix).
 func (s *Server) StartRun(spec RunSpec) (Run, error) {
-	for id, c := range spec.Conclusions {
-		if !slices.Contains(validConclusions, c) {
-			return Run{}, fmt.Errorf("githubdouble: conclusion %q of job %q is not one of %v", c, id, validConclusions)
+	for id, conclusion := range spec.Conclusions {
+		if !slices.Contains(validConclusions, conclusion) {
+			return Run{}, fmt.Errorf("githubdouble: conclusion %q of job %q is not one of %v", conclusion, id, validConclusions)
 		}
 	}
 	s.mu.Lock()
@@ -87,9 +87,9 @@ func (s *Server) StartRun(spec RunSpec) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("githubdouble: %s: %w", spec.Path, err)
 	}
-	for id, c := range spec.Conclusions {
+	for id := range spec.Conclusions {
 		if _, ok := g.Job(id); !ok {
-			return Run{}, fmt.Errorf("githubdouble: %s has no job %q to conclude %s", spec.Path, id, c)
+			return Run{}, fmt.Errorf("githubdouble: %s has no job %q to conclude", spec.Path, id)
 		}
 	}
 	rn := &run{
@@ -97,8 +97,8 @@ func (s *Server) StartRun(spec RunSpec) (Run, error) {
 		branch:      cmp.Or(branchOf(repo, spec.Ref, c.sha), defaultBranch),
 		conclusions: map[string]string{}, made: map[string][]int64{},
 	}
-	for id, c := range spec.Conclusions {
-		rn.conclusions[lower(id)] = c
+	for id, conclusion := range spec.Conclusions {
+		rn.conclusions[lower(id)] = conclusion
 	}
 	s.st.runs[rn.id] = rn
 	s.advanceRun(rn)
