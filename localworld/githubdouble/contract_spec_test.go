@@ -44,8 +44,10 @@ func servedOperations() []specOperation {
 	}
 	return append(append(ops,
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs"},
+		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"},
 		specOperation{"get", "/repos/{owner}/{repo}/actions/jobs/{job_id}"},
+		specOperation{"get", "/repos/{owner}/{repo}/contents/{path}"},
 		specOperation{"post", "/app/installations/{installation_id}/access_tokens"},
 	), hookDeliveryOperations()...)
 }
@@ -141,6 +143,7 @@ func trimSpec(full map[string]any, ops []specOperation, hooks []string) (map[str
 		}
 		dst[op.method] = item[op.method]
 	}
+	outPaths = withMultiSegmentPaths(outPaths)
 	xw, _ := full["x-webhooks"].(map[string]any)
 	outHooks, hookSchemas := map[string]any{}, map[string]string{}
 	for _, name := range hooks {
@@ -164,6 +167,31 @@ func trimSpec(full map[string]any, ops []specOperation, hooks []string) (map[str
 	addVendorMediaTypes(out)
 	return out, hookSchemas, nil
 }
+
+// withMultiSegmentPaths marks the path parameters GitHub's description flags
+// x-multi-segment (a file's path in the contents API, slashes and all) as the router's
+// wildcard, "{path*}", so a request for "dir/file" finds its operation; the router reports the
+// parameter under its own name.
+func withMultiSegmentPaths(paths map[string]any) map[string]any {
+	out := make(map[string]any, len(paths))
+	for p, item := range paths {
+		for _, op := range item.(map[string]any) {
+			params, _ := dig(op, "parameters").([]any)
+			for _, param := range params {
+				if multi, _ := dig(param, "x-multi-segment").(bool); multi && dig(param, "in") == "path" {
+					name, _ := dig(param, "name").(string)
+					p = strings.Replace(p, "{"+name+"}", "{"+name+"*}", 1)
+				}
+			}
+		}
+		out[p] = item
+	}
+	return out
+}
+
+// operationPath is the description's path of a route: the wildcard of a multi-segment
+// parameter (withMultiSegmentPaths) back to its plain name.
+func operationPath(routePath string) string { return strings.ReplaceAll(routePath, "*}", "}") }
 
 // referencedComponents copies every component reachable from root, plus basic-error (used
 // for answers the description does not document).
@@ -354,7 +382,7 @@ func (c *contract) validate(ex exchange) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	op := in.Route.Method + " " + in.Route.Path
+	op := in.Route.Method + " " + operationPath(in.Route.Path)
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
 		return op, fmt.Errorf("request: %w", err)
 	}

@@ -218,14 +218,44 @@ func driveRepository(t *testing.T, w *world, c *github.Client) {
 		expectStatus(t, "list jobs", resp, err, http.StatusOK)
 		_, resp, err = c.Actions.GetWorkflowJobByID(ctx, "acme", "app", j.ID)
 		expectStatus(t, "get job", resp, err, http.StatusOK)
+		_, resp, err = c.Actions.GetWorkflowRunByID(ctx, "acme", "app", j.RunID)
+		expectStatus(t, "get run", resp, err, http.StatusOK)
 	}
 	_, resp, err = c.Actions.GetWorkflowJobByID(ctx, "acme", "app", 999999)
 	expectStatus(t, "get unknown job", resp, err, http.StatusNotFound)
+	_, resp, err = c.Actions.GetWorkflowRunByID(ctx, "acme", "app", 999999)
+	expectStatus(t, "get unknown run", resp, err, http.StatusNotFound)
 	_, resp, err = c.Actions.ListWorkflowJobs(ctx, "acme", "app", 999999, nil)
 	expectStatus(t, "list jobs of unknown run", resp, err, http.StatusNotFound)
+	driveContents(t, w, c)
 	// A user-owned repository has runners too.
 	_, resp, err = c.Actions.CreateRepoJITConfig(ctx, "alice", "dotfiles", github.CreateJITConfigRequest{Name: "u", RunnerGroupID: 1, Labels: []string{"linux"}})
 	expectStatus(t, "JIT config for a user repository", resp, err, http.StatusCreated)
+}
+
+// driveContents reads a workflow file through the contents API: at a branch, at a commit, a
+// conditional read, and the 404s of a missing path and an unknown ref.
+func driveContents(t *testing.T, w *world, c *github.Client) {
+	ctx := context.Background()
+	sha, err := w.PushFiles(PushSpec{Repository: "acme/app", Files: map[string]string{pipelinePath: pipelineFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, resp, err := c.Repositories.GetContents(ctx, "acme", "app", pipelinePath, nil)
+	expectStatus(t, "get a file at the default branch", resp, err, http.StatusOK)
+	_, _, resp, err = c.Repositories.GetContents(ctx, "acme", "app", pipelinePath, &github.RepositoryContentGetOptions{Ref: sha})
+	expectStatus(t, "get a file at a commit", resp, err, http.StatusOK)
+	req, err := c.NewRequest(ctx, http.MethodGet, "repos/acme/app/contents/"+pipelinePath+"?ref="+sha, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	resp, err = c.Do(req, nil)
+	expectStatus(t, "get an unchanged file again", resp, err, http.StatusNotModified)
+	_, _, resp, err = c.Repositories.GetContents(ctx, "acme", "app", ".github/workflows/none.yml", nil)
+	expectStatus(t, "get a missing file", resp, err, http.StatusNotFound)
+	_, _, resp, err = c.Repositories.GetContents(ctx, "acme", "app", pipelinePath, &github.RepositoryContentGetOptions{Ref: "nosuchbranch"})
+	expectStatus(t, "get a file at an unknown ref", resp, err, http.StatusNotFound)
 }
 
 // driveAuth exercises App authentication and the refusals: bad token, installation token on
@@ -330,6 +360,22 @@ func TestContractWebhookPayloads(t *testing.T) {
 	never, _ := w.QueueJob(JobSpec{Repository: "alice/dotfiles", Labels: []string{"gpu"}})
 	if err := w.CancelJob(never.ID); err != nil { // completed without a runner: null runner fields
 		t.Fatal(err)
+	}
+	// A run of a file whose first jobs are cancelled: their dependants complete as skipped.
+	if _, err := w.PushFiles(PushSpec{Repository: "solo/tool", Files: map[string]string{pipelinePath: pipelineFile}}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := w.StartRun(RunSpec{Repository: "solo/tool", Path: pipelinePath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"lint", "test"} {
+		if err := w.CancelJob(run.ByJob[id][0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if run, _ = w.Run(run.ID); run.ByJob["build"][0].Conclusion != ConclusionSkipped {
+		t.Fatalf("build after a cancelled need: %+v", run.ByJob["build"])
 	}
 	if _, err := w.SendPing(); err != nil {
 		t.Fatal(err)

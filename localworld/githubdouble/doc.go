@@ -1,6 +1,7 @@
 // Package githubdouble is an in-process stand-in for GitHub: the REST endpoints runnerflow calls
 // (runner registration and JIT configuration, runner listing and removal, workflow runs and jobs,
-// GitHub App installation tokens, a hook's webhook deliveries and their redelivery), GitHub's rate limits, workflow_job webhooks, and a small
+// repository contents, GitHub App installation tokens, a hook's webhook deliveries and their
+// redelivery), GitHub's rate limits, workflow_job webhooks, and a small
 // runner protocol that plays the actions runner's side (connect, acquire a job, complete it).
 //
 // It exists because GitHub cannot be reached from test machines, and because the behaviours
@@ -19,6 +20,12 @@
 //     order, reversed or shuffled; Redeliver sends a delivery again under the same delivery id,
 //     as GitHub's "Redeliver" button does. Failed deliveries are recorded, never retried. The
 //     deliveries API (hookdeliveries.go) lists every attempt with an id and redelivers one.
+//   - A repository's files live in commits (PushFiles), served by the contents endpoint at a
+//     commit or branch; a run (GET .../actions/runs/{run_id}) names its file's path. StartRun runs a workflow file at a commit, parsed by runnerflow's own
+//     internal/jobgraph: a job is queued once every job it needs succeeded, skipped (no runner)
+//     once one did not, a matrix job is one job per combination, and RunSpec.Conclusions makes
+//     a job fail whatever its runner reports (runs.go, repofiles.go; docs/testing.md lists what
+//     the double assumes of runs).
 //   - GitHub's documented REST limits hold per credential: the primary budget (Config.RateLimit
 //     per Config.RateWindow, X-RateLimit-* on every answer, 403 with X-RateLimit-Remaining: 0
 //     once spent), the secondary points limit (Config.SecondaryPointsPerMinute over a rolling

@@ -21,6 +21,13 @@ type JobSpec struct {
 	Name string
 	// HeadBranch is the branch the run is for; empty means "main".
 	HeadBranch string
+	// HeadSHA is the commit the run is for, e.g. one PushFiles returned; empty means one made
+	// up from the run's id.
+	HeadSHA string
+	// WorkflowPath is the run's workflow file; empty means one named after Workflow. With
+	// HeadSHA it lets a test queue jobs of a file StartRun would refuse (one that does not
+	// parse), as GitHub runs what runnerflow cannot read.
+	WorkflowPath string
 }
 
 // Job statuses and the conclusions the double sets, as GitHub spells them.
@@ -49,6 +56,8 @@ type Job struct {
 	Workflow   string
 	Name       string
 	HeadBranch string
+	// HeadSHA is the commit the job's run is for.
+	HeadSHA string
 	// Status is queued, in_progress or completed.
 	Status string
 	// Conclusion is empty until the job completes.
@@ -68,7 +77,11 @@ type Job struct {
 type job struct {
 	Job
 	repoKey string
-	headSHA string
+	// path is the run's workflow file; empty means one named after the workflow (runPath).
+	path string
+	// conclusion is what the job's steps come to (RunSpec.Conclusions): a runner reporting
+	// success records it instead. Empty keeps what the runner reports.
+	conclusion string
 	// scaleSetID is the scale set the job was assigned to; only that set's runners take it.
 	scaleSetID int64
 	// offered marks a job its set was offered but has not acquired (a set that is offered its
@@ -107,26 +120,33 @@ func (s *Server) QueueMatrix(spec JobSpec, n int) ([]Job, error) {
 	if !ok {
 		return nil, fmt.Errorf("githubdouble: unknown repository %q", spec.Repository)
 	}
-	now := s.now()
 	runID := s.st.next("run")
 	out := make([]Job, 0, n)
 	for range n {
-		j := &job{Job: Job{
-			ID: s.st.next("job"), RunID: runID, Repository: repo.fullName(),
-			Labels: slices.Clone(spec.Labels), Workflow: cmp.Or(spec.Workflow, "CI"), Name: cmp.Or(spec.Name, "build"),
-			HeadBranch: cmp.Or(spec.HeadBranch, "main"), Status: StatusQueued,
-			// GitHub sets started_at when the job is queued and again when a runner picks it up.
-			CreatedAt: now, StartedAt: now,
-		}, repoKey: lower(repo.fullName()), headSHA: fmt.Sprintf("%040x", runID)}
-		s.st.jobs[j.ID] = j
-		s.st.queued = append(s.st.queued, j.ID)
-		s.log.Debug("job queued", "jobID", j.ID, "runID", runID, "repository", j.Repository, "labels", j.Labels)
-		s.emitJobEvent(j, "queued")
-		s.routeToScaleSet(j)
+		j := s.queueRunJob(repo, runID, spec, cmp.Or(spec.HeadSHA, fmt.Sprintf("%040x", runID)))
 		out = append(out, j.Job)
 	}
 	s.st.wakeWaiters()
 	return out, nil
+}
+
+// queueRunJob creates a queued job of a run, sends its "queued" webhook and offers it to the
+// scale sets. Callers hold s.mu and wake the waiting runners afterwards.
+func (s *Server) queueRunJob(repo *repository, runID int64, spec JobSpec, headSHA string) *job {
+	now := s.now()
+	j := &job{Job: Job{
+		ID: s.st.next("job"), RunID: runID, Repository: repo.fullName(),
+		Labels: slices.Clone(spec.Labels), Workflow: cmp.Or(spec.Workflow, "CI"), Name: cmp.Or(spec.Name, "build"),
+		HeadBranch: cmp.Or(spec.HeadBranch, "main"), HeadSHA: headSHA, Status: StatusQueued,
+		// GitHub sets started_at when the job is queued and again when a runner picks it up.
+		CreatedAt: now, StartedAt: now,
+	}, repoKey: lower(repo.fullName()), path: spec.WorkflowPath}
+	s.st.jobs[j.ID] = j
+	s.st.queued = append(s.st.queued, j.ID)
+	s.log.Debug("job queued", "jobID", j.ID, "runID", runID, "repository", j.Repository, "labels", j.Labels)
+	s.emitJobEvent(j, "queued")
+	s.routeToScaleSet(j)
+	return j
 }
 
 // CancelJob cancels a job: a queued job completes as cancelled without a runner; a job in
@@ -250,4 +270,5 @@ func (s *Server) completeJob(j *job, conclusion string) {
 	}
 	s.emitJobEvent(j, "completed")
 	s.scaleSetJobCompleted(j)
+	s.jobCompleted(j)
 }

@@ -118,6 +118,25 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}{len(runs), out})
 }
 
+// handleGetRun serves GET /repos/{owner}/{repo}/actions/runs/{run_id}: one run of the
+// repository, as the listing renders it (with its workflow file's path); 404 for none.
+func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	repo, ok := s.st.repos[lower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	runID, err := strconv.ParseInt(r.PathValue("run_id"), 10, 64)
+	if !ok || err != nil {
+		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
+		return
+	}
+	runs := s.runsOfRepo(lower(repo.fullName()), func(j *job) bool { return j.RunID == runID })
+	if len(runs) == 0 {
+		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
+		return
+	}
+	s.writeConditional(w, r, s.renderRun(runs[0], repo))
+}
+
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

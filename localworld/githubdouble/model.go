@@ -72,6 +72,10 @@ type repository struct {
 	ownerID   int64
 	org       string // case-folded organization login; "" for user-owned repositories
 	created   time.Time
+	// commits are the repository's commits by SHA and branches their heads (repofiles.go);
+	// nil until the first PushFiles.
+	commits  map[string]*commit
+	branches map[string]string
 }
 
 func (r *repository) fullName() string { return r.owner + "/" + r.name }
@@ -107,7 +111,8 @@ type state struct {
 	runners     map[int64]*runner
 	credentials map[string]int64 // runner credential -> runner id
 	jobs        map[int64]*job
-	queued      []int64 // ids of queued jobs, oldest first
+	queued      []int64        // ids of queued jobs, oldest first
+	runs        map[int64]*run // runs of workflow files (StartRun), by id
 	regTokens   map[string]scopedToken
 	apiTokens   map[string]apiToken
 	budgets     map[string]*budget
@@ -142,6 +147,7 @@ func newState(cfg Config) *state {
 		runners:      map[int64]*runner{},
 		credentials:  map[string]int64{},
 		jobs:         map[int64]*job{},
+		runs:         map[int64]*run{},
 		regTokens:    map[string]scopedToken{},
 		apiTokens:    map[string]apiToken{},
 		budgets:      map[string]*budget{},

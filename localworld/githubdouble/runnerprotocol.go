@@ -273,7 +273,11 @@ func (s *Server) protoComplete(r *http.Request, body []byte) (int, any, *protoco
 	case j.Status != StatusInProgress:
 		return 0, nil, protoErr(http.StatusConflict, "job %d is %s, not in progress", jobID, j.Status)
 	}
-	s.completeJob(j, in.Conclusion)
+	conclusion := in.Conclusion
+	if conclusion == ConclusionSuccess && j.conclusion != "" {
+		conclusion = j.conclusion // the job's steps failed, whatever the runner made of them
+	}
+	s.completeJob(j, conclusion)
 	return http.StatusNoContent, nil, nil
 }
 

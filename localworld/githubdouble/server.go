@@ -280,8 +280,10 @@ func (s *Server) routes() *http.ServeMux {
 		s.handleAPI(mux, "DELETE "+p+"/actions/runners/{runner_id}", s.handleDeleteRunner)
 	}
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs", s.handleListRuns)
+	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs/{run_id}", s.handleGetRun)
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs", s.handleListJobs)
 	s.handleAPI(mux, "GET /repos/{owner}/{repo}/actions/jobs/{job_id}", s.handleGetJob)
+	s.handleAPI(mux, "GET /repos/{owner}/{repo}/contents/{path...}", s.handleGetContent)
 	s.handleApp(mux, "POST /app/installations/{installation_id}/access_tokens", s.handleAccessToken)
 	s.registerHookDeliveries(mux)
 	s.registerHookPings(mux)

@@ -160,7 +160,7 @@ func (s *Server) renderJob(j *job) jobJSON {
 	out := jobJSON{
 		ID: j.ID, RunID: j.RunID, WorkflowName: ptr(j.Workflow), HeadBranch: ptr(j.HeadBranch),
 		RunURL: fmt.Sprintf("%s/actions/runs/%d", api, j.RunID), RunAttempt: 1,
-		NodeID: nodeID("CheckRun", j.ID), HeadSHA: j.headSHA,
+		NodeID: nodeID("CheckRun", j.ID), HeadSHA: j.HeadSHA,
 		URL:     fmt.Sprintf("%s/actions/jobs/%d", api, j.ID),
 		HTMLURL: fmt.Sprintf("%s/%s/actions/runs/%d/job/%d", webHost, j.Repository, j.RunID, j.ID),
 		Status:  j.Status, CreatedAt: formatTime(j.CreatedAt), StartedAt: formatTime(j.StartedAt),
@@ -190,6 +190,15 @@ func (s *Server) renderSteps(j *job) []stepJSON {
 	return []stepJSON{step}
 }
 
+// runPath is the workflow file of a job's run: the one it was queued with, else one named
+// after the workflow.
+func (s *Server) runPath(j *job) string {
+	if j.path != "" {
+		return j.path
+	}
+	return ".github/workflows/" + strings.ToLower(strings.ReplaceAll(j.Workflow, " ", "-")) + ".yml"
+}
+
 // renderRun renders the workflow run of a job (each queued job has a run of its own).
 func (s *Server) renderRun(j *job, repo *repository) map[string]any {
 	api := s.baseURL + "repos/" + j.Repository
@@ -207,8 +216,8 @@ func (s *Server) renderRun(j *job, repo *repository) map[string]any {
 	repoJSON := s.renderRepository(repo)
 	return map[string]any{
 		"id": j.RunID, "name": j.Workflow, "node_id": nodeID("WorkflowRun", j.RunID),
-		"head_branch": j.HeadBranch, "head_sha": j.headSHA, "display_title": j.Workflow,
-		"path":       ".github/workflows/" + strings.ToLower(strings.ReplaceAll(j.Workflow, " ", "-")) + ".yml",
+		"head_branch": j.HeadBranch, "head_sha": j.HeadSHA, "display_title": j.Workflow,
+		"path":       s.runPath(j),
 		"run_number": j.RunID, "run_attempt": 1, "event": "push", "status": j.Status,
 		"conclusion": conclusion, "workflow_id": 1, "check_suite_id": j.RunID,
 		"url": runAPI, "html_url": fmt.Sprintf("%s/%s/actions/runs/%d", webHost, j.Repository, j.RunID),
@@ -218,7 +227,7 @@ func (s *Server) renderRun(j *job, repo *repository) map[string]any {
 		"artifacts_url": runAPI + "/artifacts", "cancel_url": runAPI + "/cancel", "rerun_url": runAPI + "/rerun",
 		"previous_attempt_url": nil, "workflow_url": api + "/actions/workflows/1",
 		"head_commit": map[string]any{
-			"id": j.headSHA, "tree_id": j.headSHA, "message": "Change", "timestamp": formatTime(j.CreatedAt),
+			"id": j.HeadSHA, "tree_id": j.HeadSHA, "message": "Change", "timestamp": formatTime(j.CreatedAt),
 			"author":    map[string]any{"name": "Octocat", "email": "octocat@github.com"},
 			"committer": map[string]any{"name": "Octocat", "email": "octocat@github.com"},
 		},
