@@ -91,7 +91,10 @@ func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say
 	}
 	w.gh, err = githubdouble.Start(githubdouble.Config{
 		Tokens: []string{w.token}, RateLimit: opts.GitHubBudget, SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
-		Logger: slog.New(w.online).With("part", "github-double"),
+		// ARC removes every runner it deletes, those the service already let go included:
+		// see the option.
+		ScaleSetRemovalOfGoneRunners: true,
+		Logger:                       slog.New(w.online).With("part", "github-double"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github double: %w", err)

@@ -49,7 +49,7 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{arcScaleSetToken}})
+	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{arcScaleSetToken}, ScaleSetRemovalOfGoneRunners: true})
 	if err != nil {
 		t.Fatal(err)
 	}
