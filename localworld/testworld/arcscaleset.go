@@ -176,6 +176,9 @@ type ARCScaleSetSpec struct {
 	ConfigURL, Token string
 	MinRunners       int
 	MaxRunners       int
+	// Labels are the set's labels besides its name (runnerScaleSetLabels, since
+	// gha-runner-scale-set 0.14); a job whose runs-on they and the name cover reaches the set.
+	Labels []string
 }
 
 // CreateARCScaleSet creates the set's GitHub Secret and its AutoscalingRunnerSet, labelled
@@ -198,10 +201,11 @@ func CreateARCScaleSet(ctx context.Context, client kubernetes.Interface, dyn dyn
 			"labels": map[string]any{"app.kubernetes.io/version": ARCScaleSetVersion},
 		},
 		"spec": map[string]any{
-			"githubConfigUrl":    strings.TrimSuffix(spec.ConfigURL, "/"),
-			"githubConfigSecret": secret.Name,
-			"minRunners":         int64(spec.MinRunners),
-			"maxRunners":         int64(spec.MaxRunners),
+			"githubConfigUrl":      strings.TrimSuffix(spec.ConfigURL, "/"),
+			"githubConfigSecret":   secret.Name,
+			"minRunners":           int64(spec.MinRunners),
+			"maxRunners":           int64(spec.MaxRunners),
+			"runnerScaleSetLabels": anySlice(spec.Labels),
 			"template": map[string]any{"spec": map[string]any{
 				"restartPolicy": "Never",
 				"containers": []any{map[string]any{
@@ -222,4 +226,13 @@ func CreateARCScaleSet(ctx context.Context, client kubernetes.Interface, dyn dyn
 // (KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT) and CA certificate (PEM).
 func (k *Kube) InClusterEndpoint() (host, port string, ca []byte) {
 	return "127.0.0.1", strconv.Itoa(k.port), k.caPEM
+}
+
+// anySlice is a string list as unstructured objects hold one.
+func anySlice(values []string) []any {
+	out := make([]any, 0, len(values))
+	for _, v := range values {
+		out = append(out, v)
+	}
+	return out
 }

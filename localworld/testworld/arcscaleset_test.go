@@ -80,13 +80,16 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 	defer arc.Stop()
 	if err := testworld.CreateARCScaleSet(ctx, client, dyn, testworld.ARCScaleSetSpec{
 		Namespace: ns, Name: "arc-linux", ConfigURL: gh.URL() + "acme", Token: arcScaleSetToken, MaxRunners: 10,
+		Labels: []string{"linux", "x64"},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	const jobs = 3
 	var ids []int64
-	for range jobs {
-		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"arc-linux"}})
+	// A job reaches the set by its name or by its other labels.
+	runsOn := [][]string{{"arc-linux"}, {"self-hosted", "linux", "x64"}, {"linux"}}
+	for i := range jobs {
+		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: runsOn[i]})
 		if err != nil {
 			t.Fatal(err)
 		}
