@@ -31,8 +31,8 @@ BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
 
-## bench-arc: the bursts of runnerflow and of actions-runner-controller v0.27.6 in its summerwind and its scale-set
-## mode, one after the other, side by side (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md).
+## bench-arc: the bursts of runnerflow and of actions-runner-controller (v0.27.6's summerwind mode, gha-runner-scale-set
+## 0.14.2's scale sets), one after the other, side by side (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md).
 bench-arc: tools
 	$(GO) run ./bench --peer arc,arc-scaleset --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
 

@@ -22,16 +22,19 @@ import (
 )
 
 // peerARCScaleSet names the peer `--peer arc-scaleset` runs: ARC's scale-set mode (the one
-// GitHub recommends today), the same controller manager run with
-// --auto-scaling-runner-set-only, and ARC's listener process for each set's listener pod.
+// GitHub recommends today) as its users run it, gha-runner-scale-set
+// testworld.ARCScaleSetVersion: its controller manager run with --auto-scaling-runner-set-only,
+// and its listener process for each set's listener pod. Both speak to GitHub through
+// github.com/actions/scaleset v0.4.0, as runnerflow's scale-set pools do. (ARC v0.27.6's
+// scale-set mode, this peer before, is not kept: its client asked for a flow of its own.)
 const peerARCScaleSet = "arc-scaleset"
 
 // scaleSetNamespace is where the scale-set world's manager, listeners and runners live.
 const scaleSetNamespace = "arc-scalesets"
 
 // scaleSetWorld is a fresh test world for ARC's scale-set mode: a kube-apiserver with an
-// audit log, the garbage collector, the scale-set CRDs, a GitHub double serving the job-offer
-// flow ARC's client knows, the simulator (which also runs ARC's listener process for each
+// audit log, the garbage collector, the scale-set CRDs, a GitHub double serving runner scale
+// sets as github.com serves them (jobs assigned to a set, no offers), the simulator (which also runs ARC's listener process for each
 // listener pod), and ARC's manager. Nothing sends webhooks: the listeners long-poll the
 // double's Actions service.
 type scaleSetWorld struct {
@@ -88,8 +91,10 @@ func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say
 	}
 	w.gh, err = githubdouble.Start(githubdouble.Config{
 		Tokens: []string{w.token}, RateLimit: opts.GitHubBudget, SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
-		ScaleSetJobOffers: true,
-		Logger:            slog.New(w.online).With("part", "github-double"),
+		// ARC removes every runner it deletes, those the service already let go included:
+		// see the option.
+		ScaleSetRemovalOfGoneRunners: true,
+		Logger:                       slog.New(w.online).With("part", "github-double"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github double: %w", err)
@@ -107,7 +112,7 @@ func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say
 // startSimulator runs the runner simulator on the namespace, playing ARC's listener pods with
 // ARC's listener process as well as the runner pods.
 func (w *scaleSetWorld) startSimulator() error {
-	listener, err := testworld.ToolPath("arc-scaleset-listener")
+	listener, err := testworld.ToolPath(testworld.ARCScaleSetListenerTool)
 	if err != nil {
 		return err
 	}
@@ -161,9 +166,14 @@ func runScaleSetPeer(ctx context.Context, opts Options, progress io.Writer, logP
 	}
 	defer closeLog()
 	peer := &PeerResult{
-		Name: "actions-runner-controller", Mode: modeScaleSets, Version: testworld.ARCVersion,
+		Name: "actions-runner-controller", Mode: modeScaleSets, Version: testworld.ARCScaleSetVersion,
 	}
 	res.PeerScaleSet = peer
+	if err := testworld.ARCScaleSetTools(); err != nil {
+		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
+		say("ARC scale-set world FAILED: %v", err)
+		return ctx.Err()
+	}
 	w, err := startScaleSetWorld(ctx, opts, log, say)
 	if err != nil {
 		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
@@ -171,7 +181,7 @@ func runScaleSetPeer(ctx context.Context, opts Options, progress io.Writer, logP
 		return ctx.Err()
 	}
 	defer w.stop()
-	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC %s controller manager in scale-set mode, GitHub double with job offers, simulator running ARC's listener)", testworld.ARCVersion)
+	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC gha-runner-scale-set %s controller manager, GitHub double, simulator running ARC's listener)", testworld.ARCScaleSetVersion)
 	for _, n := range opts.Jobs {
 		b, err := w.burst(ctx, n)
 		if err != nil {

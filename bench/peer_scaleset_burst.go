@@ -156,12 +156,13 @@ func (b *scaleSetBurst) waitSettled(ctx context.Context) error {
 }
 
 // stuckDeleting names the EphemeralRunners left, each of which ARC is stuck deleting; nil
-// while another is left. ARC v0.27.6 removes an idle runner at the service, deletes its
-// EphemeralRunner, and then, finalizing it, removes the runner at the service again: the
-// service answers that the runner is not found, which ARC takes for a failure and retries for
-// ever, so such a runner never goes (nor its pod, which it deletes after). Such a runner is
-// being deleted, has not finished (a finished one is let go without the second removal) and
-// still holds ARC's registration finalizer; one being deleted otherwise is waited for.
+// while another is left. ARC removes a runner at the service when it finalizes its
+// EphemeralRunner, after the runner finished or the set removed it already, and takes any
+// answer but success for a failure it retries for ever: where the service answers such a
+// second removal "not found" (the double's default; this world's double answers it as done,
+// githubdouble.Config.ScaleSetRemovalOfGoneRunners) the runner never goes, nor its pod. Such
+// a runner is being deleted, has not finished and still holds ARC's registration finalizer;
+// one being deleted otherwise is waited for.
 func (b *scaleSetBurst) stuckDeleting(ctx context.Context) (map[string]bool, error) {
 	runners, err := b.w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {

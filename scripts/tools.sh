@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local test world once per machine: the Temporal CLI (dev server,
 # Web UI, operator commands), kube-apiserver and etcd, kube-controller-manager (the world's
-# garbage collector), actions-runner-controller (the benchmark's peer in both its modes, with its
-# CRDs and the scale-set listener), and fetches
+# garbage collector), actions-runner-controller (the benchmark's peer: v0.27.6's summerwind mode
+# from the module proxy, gha-runner-scale-set 0.14.2's scale-set mode from its source), and fetches
 # GitHub's published OpenAPI description for the contract test. Everything lands in a per-machine cache keyed by version, so
 # a warm run (even from a fresh clone) builds nothing; bin/ in the repository links to it.
 set -euo pipefail
@@ -98,27 +98,46 @@ build_lint() {
   mv "$out/staticcheck.tmp" "$out/staticcheck"
 }
 
-# ARC's scale-set mode from the same module: the controller manager above runs it with
-# --auto-scaling-runner-set-only; the listener it starts per scale set is its own binary, and its
-# actions.github.com CRDs (AutoscalingRunnerSet, AutoscalingListener, EphemeralRunnerSet,
-# EphemeralRunner) go into one multi-document file.
-build_arc_scaleset() {
-  local out=$cache/arc-$arc_version
-  [ -x "$out/arc-scaleset-listener" ] && [ -s "$out/arc-scaleset-crds.yaml" ] && return
-  log "building actions-runner-controller $arc_version's scale-set listener"
+# ARC's scale-set mode as its users run it: gha-runner-scale-set $arc_gha_version, whose module
+# the Go module proxy does not serve. Its manager (the tree's root package, run with
+# --auto-scaling-runner-set-only), its listener (cmd/ghalistener) and its actions.github.com
+# CRDs (one multi-document file) come from a source tree named by RUNNERFLOW_ARC_SCALESET_SRC,
+# an archive of the tag or a checkout of it; by default the unmodified archive beside the
+# repository. Without either the tool is absent and what needs it skips.
+arc_gha_version=0.14.2
+arc_gha_commit=9bb16ae49d0ce585d8e682aa7e2668a6e832d5d8
+arc_gha_src=${RUNNERFLOW_ARC_SCALESET_SRC:-$repo/../shared/peers/actions-runner-controller-gha-runner-scale-set-$arc_gha_version.tar.gz}
+
+build_arc_gha() {
+  local out=$cache/arc-gha-$arc_gha_version
+  [ -x "$out/arc-gha-controller-manager" ] && [ -x "$out/arc-gha-listener" ] && [ -s "$out/arc-gha-crds.yaml" ] && return
+  if [ ! -e "$arc_gha_src" ]; then
+    log "actions-runner-controller gha-runner-scale-set $arc_gha_version not built: no source at $arc_gha_src."
+    log "  get it with: git clone --branch gha-runner-scale-set-$arc_gha_version https://github.com/actions/actions-runner-controller"
+    log "  and name the checkout (or an archive of it) in RUNNERFLOW_ARC_SCALESET_SRC; the peer arc-scaleset is absent until then"
+    return 0
+  fi
+  log "building actions-runner-controller gha-runner-scale-set $arc_gha_version from $arc_gha_src (minutes on a cold machine)"
   mkdir -p "$out"
-  local module=github.com/actions/actions-runner-controller
-  go -C "$repo/tools/arc" build -ldflags "-X $module/build.Version=$arc_version" \
-    -o "$out/arc-scaleset-listener.tmp" "$module/cmd/githubrunnerscalesetlistener"
-  local src
-  src=$(go -C "$repo/tools/arc" list -m -f '{{.Dir}}' "$module")
+  local src=$arc_gha_src unpacked=""
+  if [ -f "$arc_gha_src" ]; then
+    unpacked=$(mktemp -d "$out/src.XXXXXX")
+    tar -xzf "$arc_gha_src" -C "$unpacked" --strip-components=1
+    src=$unpacked
+  fi
+  local b=github.com/actions/actions-runner-controller/build
+  local ldflags="-s -w -X $b.Version=$arc_gha_version -X $b.CommitSHA=$arc_gha_commit"
+  go -C "$src" build -trimpath -ldflags "$ldflags" -o "$out/arc-gha-controller-manager.tmp" .
+  go -C "$src" build -trimpath -ldflags "$ldflags" -o "$out/arc-gha-listener.tmp" ./cmd/ghalistener
   local crd
-  : >"$out/arc-scaleset-crds.yaml.tmp"
+  : >"$out/arc-gha-crds.yaml.tmp"
   for crd in "$src"/config/crd/bases/actions.github.com_*.yaml; do
-    { echo "---"; cat "$crd"; } >>"$out/arc-scaleset-crds.yaml.tmp"
+    { echo "---"; cat "$crd"; } >>"$out/arc-gha-crds.yaml.tmp"
   done
-  mv "$out/arc-scaleset-listener.tmp" "$out/arc-scaleset-listener"
-  mv "$out/arc-scaleset-crds.yaml.tmp" "$out/arc-scaleset-crds.yaml"
+  [ -n "$unpacked" ] && rm -rf "$unpacked"
+  mv "$out/arc-gha-controller-manager.tmp" "$out/arc-gha-controller-manager"
+  mv "$out/arc-gha-listener.tmp" "$out/arc-gha-listener"
+  mv "$out/arc-gha-crds.yaml.tmp" "$out/arc-gha-crds.yaml"
 }
 
 fetch_github_openapi() {
@@ -149,11 +168,11 @@ case "${1:-all}" in
   temporal) build_temporal ;;
   kubernetes) build_kubernetes ;;
   kube-controller-manager) build_kube_controller_manager ;;
-  arc) build_arc; build_arc_scaleset ;;
+  arc) build_arc; build_arc_gha ;;
   lint) build_lint ;;
   github-openapi) fetch_github_openapi ;;
   webhook-examples) fetch_webhook_examples ;;
-  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; build_arc_scaleset; build_lint; fetch_github_openapi; fetch_webhook_examples ;;
+  all) build_temporal; build_kubernetes; build_kube_controller_manager; build_arc; build_arc_gha; build_lint; fetch_github_openapi; fetch_webhook_examples ;;
   *) echo "usage: $0 [all|temporal|kubernetes|kube-controller-manager|arc|lint|github-openapi|webhook-examples]" >&2; exit 2 ;;
 esac
 
@@ -161,8 +180,11 @@ esac
 [ -x "$cache/kubernetes-$kubernetes_version/kube-apiserver" ] && link "$cache/kubernetes-$kubernetes_version/kube-apiserver" kube-apiserver
 [ -x "$cache/kubernetes-$kubernetes_version/etcd" ] && link "$cache/kubernetes-$kubernetes_version/etcd" etcd
 [ -x "$cache/kubernetes-$kubernetes_version/kube-controller-manager" ] && link "$cache/kubernetes-$kubernetes_version/kube-controller-manager" kube-controller-manager
-for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml arc-scaleset-listener arc-scaleset-crds.yaml; do
+for f in arc-controller-manager arc-github-webhook-server arc-crds.yaml; do
   [ -s "$cache/arc-$arc_version/$f" ] && link "$cache/arc-$arc_version/$f" "$f"
+done
+for f in arc-gha-controller-manager arc-gha-listener arc-gha-crds.yaml; do
+  [ -s "$cache/arc-gha-$arc_gha_version/$f" ] && link "$cache/arc-gha-$arc_gha_version/$f" "$f"
 done
 for f in workflowcheck staticcheck; do
   lint=$cache/lint-workflowcheck-$workflowcheck_version-staticcheck-$staticcheck_version/$f

@@ -129,6 +129,7 @@ type state struct {
 	scaleSets    map[int64]*scaleSet    // by id
 	queueTokens  map[string]queueToken  // message-queue token -> session
 	serviceCalls map[CallKey]int        // Actions service calls, apart from REST calls
+	goneRunners  map[int64]string       // removed scale-set runners' ids -> their scope's key
 }
 
 type scopedToken struct {
@@ -158,6 +159,7 @@ func newState(cfg Config) *state {
 		wake:         make(chan struct{}),
 		adminTokens:  map[string]scopedToken{},
 		scaleSets:    map[int64]*scaleSet{},
+		goneRunners:  map[int64]string{},
 		queueTokens:  map[string]queueToken{},
 		serviceCalls: map[CallKey]int{},
 	}

@@ -100,6 +100,9 @@ func (s *Server) newRunner(r *runner) *runner {
 // removeRunner deletes a registration; a runner waiting for work learns it is gone. Callers
 // hold s.mu.
 func (s *Server) removeRunner(r *runner) {
+	if r.scaleSetID != 0 {
+		s.st.goneRunners[r.id] = r.scope.key()
+	}
 	delete(s.st.runners, r.id)
 	delete(s.st.credentials, r.credential)
 	s.log.Debug("runner removed", "runner", r.name, "scope", r.scope.String())

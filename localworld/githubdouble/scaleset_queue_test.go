@@ -353,3 +353,27 @@ func TestScaleSetPollSkipsMessagesUpToLastMessageID(t *testing.T) {
 		t.Errorf("deleting the skipped message answered %d, want 404", st)
 	}
 }
+
+// TestScaleSetRemovalOfGoneRunners: with Config.ScaleSetRemovalOfGoneRunners, removing a set's
+// runner again, once it is gone, succeeds as a delete that is idempotent; an id the service
+// never gave out is still not found.
+func TestScaleSetRemovalOfGoneRunners(t *testing.T) {
+	w := scaleSetWorld(t, Config{ScaleSetRemovalOfGoneRunners: true})
+	c, _ := w.scaleSetClient("acme")
+	set := createSet(t, c, "gone")
+	jit, err := c.GenerateJitRunnerConfig(t.Context(), &scaleset.RunnerScaleSetJitRunnerSetting{Name: "gone-1"}, set.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := c.RemoveRunner(t.Context(), int64(jit.Runner.ID)); err != nil {
+			t.Fatalf("RemoveRunner #%d: %v, want success", i+1, err)
+		}
+	}
+	if _, err := c.GetRunner(t.Context(), jit.Runner.ID); !errors.Is(err, scaleset.RunnerNotFoundError) {
+		t.Errorf("GetRunner of the removed runner: %v, want RunnerNotFoundError", err)
+	}
+	if err := c.RemoveRunner(t.Context(), int64(jit.Runner.ID)+1000); !errors.Is(err, scaleset.RunnerNotFoundError) {
+		t.Errorf("RemoveRunner of an id never given out: %v, want RunnerNotFoundError", err)
+	}
+}

@@ -162,6 +162,14 @@ func (s *Server) runnerOf(r *http.Request, scope Scope) (*runner, *serviceError)
 	return rn, nil
 }
 
+// wasRunnerOf reports whether {runner_id} names a runner of the scope's sets that is gone.
+// Callers hold s.mu.
+func (s *Server) wasRunnerOf(r *http.Request, scope Scope) bool {
+	id, err := strconv.ParseInt(r.PathValue("runner_id"), 10, 64)
+	key, ok := s.st.goneRunners[id]
+	return err == nil && ok && key == scope.key()
+}
+
 func (s *Server) svcGetRunner(r *http.Request, scope Scope, _ []byte) (int, any, *serviceError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,6 +198,9 @@ func (s *Server) svcRemoveRunner(r *http.Request, scope Scope, _ []byte) (int, a
 	defer s.mu.Unlock()
 	rn, serr := s.runnerOf(r, scope)
 	if serr != nil {
+		if s.cfg.ScaleSetRemovalOfGoneRunners && s.wasRunnerOf(r, scope) {
+			return http.StatusNoContent, nil, nil
+		}
 		return 0, nil, serr
 	}
 	if rn.jobID != 0 {

@@ -111,6 +111,14 @@ type Config struct {
 	// truncated, while the set's statistics still count every job. How much the service keeps
 	// is not public; ScaleSetMessageBatch is the strictest reading. 0 keeps every message.
 	ScaleSetBacklogLimit int
+	// ScaleSetRemovalOfGoneRunners answers the removal of a set's runner that is gone (it
+	// finished its job as an ephemeral runner, or was removed before) with success (204), as
+	// an idempotent delete, instead of 404 TaskAgentNotFoundException. Which of the two GitHub
+	// answers is not public. ARC gha-runner-scale-set 0.14.2 removes every runner it deletes
+	// (its finalizer), those that finished their job included, and takes any answer but 204
+	// for a failure it retries without end; its users do not see every runner stuck, which
+	// points to 204. Off (404) by default; the ARC scale-set world turns it on.
+	ScaleSetRemovalOfGoneRunners bool
 }
 
 // ScaleSetKey names a scale set for Config.ScaleSetJobOffersFor: its scope and its name.

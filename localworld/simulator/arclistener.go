@@ -41,7 +41,7 @@ const (
 
 // ARCListener tells the simulator how to run ARC's listener pods.
 type ARCListener struct {
-	// Binary is ARC's listener (cmd/githubrunnerscalesetlistener).
+	// Binary is ARC's listener (gha-runner-scale-set's cmd/ghalistener).
 	Binary string
 	// APIServerHost and APIServerPort are what the kubelet passes a pod as
 	// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT; CA is the API server's CA

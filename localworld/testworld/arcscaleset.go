@@ -19,10 +19,37 @@ import (
 )
 
 // ARC's scale-set mode (AutoscalingRunnerSet, a listener pod per set, EphemeralRunnerSet and
-// EphemeralRunner), the peer GitHub recommends today: the same controller manager binary as the
-// summerwind mode, run with --auto-scaling-runner-set-only. The manager creates each set's
-// listener pod with the listener's configuration in a Secret; nothing runs that pod but the
-// runner simulator, which starts ARC's listener process for it (simulator.ARCListener).
+// EphemeralRunner), the peer GitHub recommends today, as its users run it: the
+// gha-runner-scale-set release ARCScaleSetVersion, whose manager and listener speak to GitHub
+// through github.com/actions/scaleset. scripts/tools.sh builds both from the release's source
+// (which the module proxy does not serve), so they may be absent: ARCScaleSetTools says so.
+// The manager runs with --auto-scaling-runner-set-only and creates each set's listener pod with
+// the listener's configuration in a Secret; nothing runs that pod but the runner simulator,
+// which starts ARC's listener process for it (simulator.ARCListener).
+
+// ARCScaleSetVersion is the gha-runner-scale-set release scripts/tools.sh builds: the version
+// its binaries report and the one an AutoscalingRunnerSet must be labelled with.
+const ARCScaleSetVersion = "0.14.2"
+
+// The scale-set mode's tools in bin/, built by `scripts/tools.sh arc` from the release's source.
+const (
+	ARCScaleSetManagerTool  = "arc-gha-controller-manager"
+	ARCScaleSetListenerTool = "arc-gha-listener"
+	ARCScaleSetCRDsTool     = "arc-gha-crds.yaml"
+)
+
+// ARCScaleSetTools reports whether the scale-set mode's tools are built; if not, the error says
+// how to get them.
+func ARCScaleSetTools() error {
+	for _, tool := range []string{ARCScaleSetManagerTool, ARCScaleSetListenerTool, ARCScaleSetCRDsTool} {
+		if _, err := ToolPath(tool); err != nil {
+			return fmt.Errorf("actions-runner-controller gha-runner-scale-set %s is not built (%w); its source is not served by the module proxy: "+
+				"git clone --branch gha-runner-scale-set-%s https://github.com/actions/actions-runner-controller, "+
+				"name the checkout in RUNNERFLOW_ARC_SCALESET_SRC and run scripts/tools.sh arc", ARCScaleSetVersion, err, ARCScaleSetVersion)
+		}
+	}
+	return nil
+}
 
 // ARCScaleSetGroupVersion is the API of the scale-set mode's resources.
 var ARCScaleSetGroupVersion = schema.GroupVersion{Group: "actions.github.com", Version: "v1alpha1"}
@@ -30,12 +57,12 @@ var ARCScaleSetGroupVersion = schema.GroupVersion{Group: "actions.github.com", V
 // ARCScaleSetListenerImage is the image ARC is told its listener pods run
 // (CONTROLLER_MANAGER_CONTAINER_IMAGE); no image is pulled here, the simulator runs the
 // listener binary for such a pod.
-const ARCScaleSetListenerImage = "ghcr.io/actions/gha-runner-scale-set-controller:" + ARCVersion
+const ARCScaleSetListenerImage = "ghcr.io/actions/gha-runner-scale-set-controller:" + ARCScaleSetVersion
 
 // InstallARCScaleSetCRDs creates the scale-set mode's actions.github.com CRDs from the module
-// ARC was built from (bin/arc-scaleset-crds.yaml) and waits until they are served.
+// release ARC was built from (bin/arc-gha-crds.yaml) and waits until they are served.
 func InstallARCScaleSetCRDs(ctx context.Context, cfg *rest.Config) error {
-	return installCRDs(ctx, cfg, "arc-scaleset-crds.yaml")
+	return installCRDs(ctx, cfg, ARCScaleSetCRDsTool)
 }
 
 // ARCScaleSetOptions configures StartARCScaleSet.
@@ -48,6 +75,11 @@ type ARCScaleSetOptions struct {
 	// Dir holds the manager's log and serving certificate; empty means "arc-scaleset" under the
 	// cluster's Dir.
 	Dir string
+	// RunnerMaxConcurrentReconciles is the EphemeralRunner controller's concurrency
+	// (--runner-max-concurrent-reconciles); KubeQPS and KubeBurst the manager's Kubernetes
+	// client limits (--k8s-client-rate-limiter-qps, -burst). Zero keeps ARC's defaults, which
+	// are its chart's: 2, 20 and 30.
+	RunnerMaxConcurrentReconciles, KubeQPS, KubeBurst int
 }
 
 // ARCScaleSet is ARC's controller manager running the scale-set mode.
@@ -63,7 +95,7 @@ type ARCScaleSet struct {
 // controllers run. Its listeners serve no metrics (--listener-metrics-addr=0): every listener
 // would bind the same port on this one host.
 func StartARCScaleSet(ctx context.Context, opts ARCScaleSetOptions) (_ *ARCScaleSet, err error) {
-	bin, err := ToolPath("arc-controller-manager")
+	bin, err := ToolPath(ARCScaleSetManagerTool)
 	if err != nil {
 		return nil, err
 	}
@@ -89,15 +121,22 @@ func StartARCScaleSet(ctx context.Context, opts ARCScaleSetOptions) (_ *ARCScale
 	env := append(baseEnv(opts.Dir), "TMPDIR="+tmp, "KUBECONFIG="+kubeconfig,
 		"CONTROLLER_MANAGER_POD_NAMESPACE="+opts.Namespace,
 		"CONTROLLER_MANAGER_CONTAINER_IMAGE="+ARCScaleSetListenerImage)
-	p, err := startProcessWithEnv(opts.Dir, "arc-scaleset-controller-manager", bin, env,
+	args := []string{
 		"--auto-scaling-runner-set-only",
-		"--watch-namespace="+opts.Namespace,
-		"--metrics-addr="+metrics,
+		"--watch-namespace=" + opts.Namespace,
+		"--metrics-addr=" + metrics,
 		"--listener-metrics-addr=0",
-		"--port="+strconv.Itoa(ports[1]),
+		"--port=" + strconv.Itoa(ports[1]),
 		"--log-level=debug",
 		"--log-format=json",
-	)
+	}
+	for flag, v := range map[string]int{"--runner-max-concurrent-reconciles": opts.RunnerMaxConcurrentReconciles,
+		"--k8s-client-rate-limiter-qps": opts.KubeQPS, "--k8s-client-rate-limiter-burst": opts.KubeBurst} {
+		if v > 0 {
+			args = append(args, flag+"="+strconv.Itoa(v))
+		}
+	}
+	p, err := startProcessWithEnv(opts.Dir, "arc-scaleset-controller-manager", bin, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +176,9 @@ type ARCScaleSetSpec struct {
 	ConfigURL, Token string
 	MinRunners       int
 	MaxRunners       int
+	// Labels are the set's labels besides its name (runnerScaleSetLabels, since
+	// gha-runner-scale-set 0.14); a job whose runs-on they and the name cover reaches the set.
+	Labels []string
 }
 
 // CreateARCScaleSet creates the set's GitHub Secret and its AutoscalingRunnerSet, labelled
@@ -156,13 +198,14 @@ func CreateARCScaleSet(ctx context.Context, client kubernetes.Interface, dyn dyn
 		"kind":       "AutoscalingRunnerSet",
 		"metadata": map[string]any{
 			"name": spec.Name, "namespace": spec.Namespace,
-			"labels": map[string]any{"app.kubernetes.io/version": ARCVersion},
+			"labels": map[string]any{"app.kubernetes.io/version": ARCScaleSetVersion},
 		},
 		"spec": map[string]any{
-			"githubConfigUrl":    strings.TrimSuffix(spec.ConfigURL, "/"),
-			"githubConfigSecret": secret.Name,
-			"minRunners":         int64(spec.MinRunners),
-			"maxRunners":         int64(spec.MaxRunners),
+			"githubConfigUrl":      strings.TrimSuffix(spec.ConfigURL, "/"),
+			"githubConfigSecret":   secret.Name,
+			"minRunners":           int64(spec.MinRunners),
+			"maxRunners":           int64(spec.MaxRunners),
+			"runnerScaleSetLabels": anySlice(spec.Labels),
 			"template": map[string]any{"spec": map[string]any{
 				"restartPolicy": "Never",
 				"containers": []any{map[string]any{
@@ -183,4 +226,13 @@ func CreateARCScaleSet(ctx context.Context, client kubernetes.Interface, dyn dyn
 // (KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT) and CA certificate (PEM).
 func (k *Kube) InClusterEndpoint() (host, port string, ca []byte) {
 	return "127.0.0.1", strconv.Itoa(k.port), k.caPEM
+}
+
+// anySlice is a string list as unstructured objects hold one.
+func anySlice(values []string) []any {
+	out := make([]any, 0, len(values))
+	for _, v := range values {
+		out = append(out, v)
+	}
+	return out
 }

@@ -21,11 +21,14 @@ import (
 
 const arcScaleSetToken = "ghp_arcscaleset000000000000000000000000000"
 
-// TestARCScaleSetRunsJobsOnItsPods runs ARC's scale-set mode as released against the double
-// (serving the flow ARC v0.27.6's client knows: job offers, acquirejobs) and the simulator,
+// TestARCScaleSetRunsJobsOnItsPods runs ARC's scale-set mode as released (gha-runner-scale-set
+// ARCScaleSetVersion) against the double (sets served as github.com serves them) and the simulator,
 // which runs ARC's listener process for the listener pod ARC creates: every job queued for the
 // set runs on a pod of an EphemeralRunner ARC created.
 func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
+	if err := testworld.ARCScaleSetTools(); err != nil {
+		t.Skip(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const ns = "arc-scaleset"
@@ -46,7 +49,7 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{arcScaleSetToken}, ScaleSetJobOffers: true})
+	gh, err := githubdouble.Start(githubdouble.Config{Tokens: []string{arcScaleSetToken}, ScaleSetRemovalOfGoneRunners: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, ca := k.InClusterEndpoint()
-	listener, err := testworld.ToolPath("arc-scaleset-listener")
+	listener, err := testworld.ToolPath(testworld.ARCScaleSetListenerTool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +80,16 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 	defer arc.Stop()
 	if err := testworld.CreateARCScaleSet(ctx, client, dyn, testworld.ARCScaleSetSpec{
 		Namespace: ns, Name: "arc-linux", ConfigURL: gh.URL() + "acme", Token: arcScaleSetToken, MaxRunners: 10,
+		Labels: []string{"linux", "x64"},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	const jobs = 3
 	var ids []int64
-	for range jobs {
-		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: []string{"arc-linux"}})
+	// A job reaches the set by its name or by its other labels.
+	runsOn := [][]string{{"arc-linux"}, {"self-hosted", "linux", "x64"}, {"linux"}}
+	for i := range jobs {
+		j, err := gh.QueueJob(githubdouble.JobSpec{Repository: "acme/app", Labels: runsOn[i]})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,6 @@
 // Module arc builds actions-runner-controller v0.27.6 (controller manager, GitHub webhook
-// server, scale-set listener) for the benchmark's peer runs (bench --peer arc). It is kept apart from the project's
+// server) for the benchmark's summerwind peer (bench --peer arc); the scale-set peer is a later
+// release the module proxy does not serve, built from its source by scripts/tools.sh. It is kept apart from the project's
 // module because ARC pins Kubernetes 0.26 and controller-runtime 0.14; nothing of ARC is
 // imported by runnerflow.
 module github.com/runnerflow/runnerflow/tools/arc
@@ -93,6 +94,5 @@ replace github.com/gregjones/httpcache => github.com/actions-runner-controller/h
 
 tool (
 	github.com/actions/actions-runner-controller
-	github.com/actions/actions-runner-controller/cmd/githubrunnerscalesetlistener
 	github.com/actions/actions-runner-controller/cmd/githubwebhookserver
 )
