@@ -123,10 +123,8 @@ func (s *Server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	repo, ok := s.st.repos[lower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
-	runID, err := strconv.ParseInt(r.PathValue("run_id"), 10, 64)
-	if !ok || err != nil {
-		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
+	repo, runID, ok := s.repoAndRun(w, r)
+	if !ok {
 		return
 	}
 	runs := s.runsOfRepo(lower(repo.fullName()), func(j *job) bool { return j.RunID == runID })
@@ -140,10 +138,8 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	repo, ok := s.st.repos[lower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
-	runID, err := strconv.ParseInt(r.PathValue("run_id"), 10, 64)
-	if !ok || err != nil {
-		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
+	repo, runID, ok := s.repoAndRun(w, r)
+	if !ok {
 		return
 	}
 	byStatus := statusFilter(r)
@@ -173,4 +169,16 @@ func (s *Server) runExists(repoKey string, runID int64) bool {
 		}
 	}
 	return false
+}
+
+// repoAndRun reads a runs route's repository and run id; for an unknown repository or an id
+// that is not a number it answers 404, as GitHub does, and reports false. Called with s.mu held.
+func (s *Server) repoAndRun(w http.ResponseWriter, r *http.Request) (*repository, int64, bool) {
+	repo, ok := s.st.repos[lower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+	runID, err := strconv.ParseInt(r.PathValue("run_id"), 10, 64)
+	if !ok || err != nil {
+		writeError(w, http.StatusNotFound, "Not Found", docsRuns)
+		return nil, 0, false
+	}
+	return repo, runID, true
 }
