@@ -32,9 +32,9 @@ bench: tools
 	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
 
 ## bench-arc: the bursts of runnerflow and of actions-runner-controller (v0.27.6's summerwind mode, gha-runner-scale-set
-## 0.14.2's scale sets), one after the other, side by side (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md).
+## 0.14.2's scale sets at the chart's defaults and tuned), one after the other, side by side (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md).
 bench-arc: tools
-	$(GO) run ./bench --peer arc,arc-scaleset --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
+	$(GO) run ./bench --peer arc,arc-scaleset,arc-scaleset-tuned --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
 
 ## record-histories: on release, record this release's workflow histories into workflows/testdata (the
 ## integration tests that write them run with RUNNERFLOW_RECORD_HISTORY, one package at a time),

@@ -139,9 +139,9 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 	if err != nil || opts.Pools != 50 || opts.Workers != 3 || opts.PoolRunners != 20 {
 		t.Errorf("parseFlags(--pools 50 --workers 3) = %+v, %v", opts, err)
 	}
-	opts, _, err = parseFlags([]string{"--peer", "arc,arc-scaleset"}, io.Discard)
-	if err != nil || !slices.Equal(opts.peers(), []string{peerARC, peerARCScaleSet}) {
-		t.Errorf("parseFlags(--peer arc,arc-scaleset) = %q, %v", opts.peers(), err)
+	opts, _, err = parseFlags([]string{"--peer", "arc,arc-scaleset,arc-scaleset-tuned"}, io.Discard)
+	if err != nil || !slices.Equal(opts.peers(), []string{peerARC, peerARCScaleSet, peerARCScaleSetTuned}) {
+		t.Errorf("parseFlags(--peer arc,arc-scaleset,arc-scaleset-tuned) = %q, %v", opts.peers(), err)
 	}
 }
 

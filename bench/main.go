@@ -154,7 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
 	fs.StringVar(&opts.DeciderTimeline, "decider-timeline", "", "append every event of each burst's pool histories, from its first webhook on, to this file, one line each (history, event id, seconds since the first webhook, type, detail)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
-	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (its scale-set mode)")
+	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (gha-runner-scale-set "+testworld.ARCScaleSetVersion+"'s scale sets at the chart's defaults), arc-scaleset-tuned (the same with its limits raised to runnerflow's)")
 	fs.DurationVar(&opts.PeerSyncPeriod, "peer-sync-period", testworld.DefaultARCSyncPeriod, "the peer's resync period (ARC's --sync-period, its default 1m): bounds how late it scales down")
 	fs.IntVar(&opts.Pools, "pools", 0, "also run the fleet phases: this many pools in one organization, at rest and through a burst, and as many pull pools of 20 repositories each (0: not run)")
 	fs.IntVar(&opts.PoolRunners, "pool-runners", 20, "runners of each pool in the fleet phase")
@@ -257,8 +257,8 @@ func (o Options) peers() []string {
 func (o Options) peersInvalid() error {
 	peers := o.peers()
 	for i, p := range peers {
-		if p != peerARC && p != peerARCScaleSet {
-			return fmt.Errorf("--peer: unknown peer %q (arc, arc-scaleset)", p)
+		if p != peerARC && p != peerARCScaleSet && p != peerARCScaleSetTuned {
+			return fmt.Errorf("--peer: unknown peer %q (arc, arc-scaleset, arc-scaleset-tuned)", p)
 		}
 		if slices.Contains(peers[:i], p) {
 			return fmt.Errorf("--peer: %q named twice", p)

@@ -17,11 +17,16 @@ const (
 // runPeers measures each peer --peer names, in the order given, each in a world of its own.
 func runPeers(ctx context.Context, opts Options, progress io.Writer, logPath string, res *Results) error {
 	for _, p := range opts.peers() {
-		run := runPeer
-		if p == peerARCScaleSet {
-			run = runScaleSetPeer
+		var err error
+		switch p {
+		case peerARCScaleSet:
+			err = runScaleSetPeer(ctx, opts, arcScaleSetDefaults, progress, logPath, res)
+		case peerARCScaleSetTuned:
+			err = runScaleSetPeer(ctx, opts, arcScaleSetTuned, progress, logPath, res)
+		default:
+			err = runPeer(ctx, opts, progress, logPath, res)
 		}
-		if err := run(ctx, opts, progress, logPath, res); err != nil {
+		if err != nil {
 			return err
 		}
 	}

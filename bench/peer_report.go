@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +13,7 @@ import (
 // its summerwind mode), burst by burst, with the ratio runnerflow / peer after each peer's
 // column: below 1, runnerflow is faster or spends less. All were measured in the same run.
 func printPeer(w io.Writer, r Results) {
-	peers := slices.DeleteFunc([]*PeerResult{r.PeerScaleSet, r.Peer}, func(p *PeerResult) bool { return p == nil })
+	peers := slices.DeleteFunc([]*PeerResult{r.PeerScaleSet, r.PeerScaleSetTuned, r.Peer}, func(p *PeerResult) bool { return p == nil })
 	if len(peers) == 0 {
 		return
 	}
@@ -56,8 +57,8 @@ func printPeer(w io.Writer, r Results) {
 func describePeer(w io.Writer, p *PeerResult) {
 	if p.Mode == modeScaleSets {
 		fmt.Fprintf(w, "runnerflow vs %s %s (scale sets), in a fresh world of its own: a set per pool, 0 to N runners, ephemeral runners, "+
-			"ARC's listener long-polling the double's Actions service; it takes no webhooks, so its figure 1 starts when the job was queued at the double; ratio = runnerflow / %s\n",
-			p.Name, p.Version, peerShort(p))
+			"ARC's listener long-polling the double's Actions service; its settings: %s; it takes no webhooks, so its figure 1 starts when the job was queued at the double; ratio = runnerflow / %s\n",
+			p.Name, p.Version, cmp.Or(p.Settings, "ARC's defaults"), peerShort(p))
 		return
 	}
 	fmt.Fprintf(w, "runnerflow vs %s %s (summerwind), in a fresh world of its own; its settings: "+
@@ -210,6 +211,9 @@ func peerShort(p *PeerResult) string {
 	}
 	if p.Mode != "" {
 		name += " " + p.Mode
+	}
+	if p.Tuned {
+		name += " tuned"
 	}
 	return name
 }

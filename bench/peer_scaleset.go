@@ -19,6 +19,7 @@ import (
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/simulator"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
+	"github.com/runnerflow/runnerflow/workflows"
 )
 
 // peerARCScaleSet names the peer `--peer arc-scaleset` runs: ARC's scale-set mode (the one
@@ -28,6 +29,39 @@ import (
 // github.com/actions/scaleset v0.4.0, as runnerflow's scale-set pools do. (ARC v0.27.6's
 // scale-set mode, this peer before, is not kept: its client asked for a flow of its own.)
 const peerARCScaleSet = "arc-scaleset"
+
+// peerARCScaleSetTuned names the same ARC with the limits a careful operator raises for bursts
+// (`--peer arc-scaleset-tuned`): arcScaleSetTuned.
+const peerARCScaleSetTuned = "arc-scaleset-tuned"
+
+// arcScaleSetSettings are the manager's limits one scale-set peer runs with.
+type arcScaleSetSettings struct {
+	peer  string
+	tuned bool
+	// runnerReconciles is --runner-max-concurrent-reconciles; kubeQPS and kubeBurst the
+	// manager's Kubernetes client limits. Zero keeps ARC's own.
+	runnerReconciles, kubeQPS, kubeBurst int
+	// says describes them in the report.
+	says string
+}
+
+// arcScaleSetDefaults: the chart's defaults, which are also the binary's: two EphemeralRunner
+// reconciles at once, a client of 20 QPS with a burst of 30.
+var arcScaleSetDefaults = arcScaleSetSettings{peer: peerARCScaleSet,
+	says: "chart defaults: 2 EphemeralRunner reconciles at once, Kubernetes client 20 QPS / burst 30"}
+
+// arcScaleSetTuned is what an operator who reads ARC's source raises for bursts, matched to
+// runnerflow's worker: its Kubernetes client is 100 QPS with a burst of 200
+// (workflows.DefaultKubernetesQPS, twice for the burst), so ARC's manager gets the same; and
+// enough EphemeralRunner reconciles at once (20) that the client limit, not the workers, bounds
+// how fast runners start (a runner's creation is about five API calls and one JIT
+// configuration, so 100 QPS admits about 20 creations a second). The other controllers have
+// no concurrency flag, and the listener's own client keeps client-go's 5 QPS / burst 10,
+// which no flag or chart value changes.
+var arcScaleSetTuned = arcScaleSetSettings{peer: peerARCScaleSetTuned, tuned: true,
+	runnerReconciles: 20, kubeQPS: workflows.DefaultKubernetesQPS, kubeBurst: 2 * workflows.DefaultKubernetesQPS,
+	says: fmt.Sprintf("tuned: 20 EphemeralRunner reconciles at once, Kubernetes client %d QPS / burst %d (runnerflow's); the listener's client stays at 5 QPS / burst 10 (no flag)",
+		workflows.DefaultKubernetesQPS, 2*workflows.DefaultKubernetesQPS)}
 
 // scaleSetNamespace is where the scale-set world's manager, listeners and runners live.
 const scaleSetNamespace = "arc-scalesets"
@@ -47,6 +81,7 @@ type scaleSetWorld struct {
 	dyn    dynamic.Interface
 	gh     *githubdouble.Server
 	arc    *testworld.ARCScaleSet
+	limits arcScaleSetSettings
 	online *onlineTimes
 	say    func(format string, args ...any)
 
@@ -54,8 +89,8 @@ type scaleSetWorld struct {
 }
 
 // startScaleSetWorld starts the scale-set world; stop ends it.
-func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say func(string, ...any)) (_ *scaleSetWorld, err error) {
-	w := &scaleSetWorld{opts: opts, log: log, say: say, online: newOnlineTimes(log.Handler()), token: "ghp_" + rand.Text()}
+func startScaleSetWorld(ctx context.Context, opts Options, limits arcScaleSetSettings, log *slog.Logger, say func(string, ...any)) (_ *scaleSetWorld, err error) {
+	w := &scaleSetWorld{opts: opts, limits: limits, log: log, say: say, online: newOnlineTimes(log.Handler()), token: "ghp_" + rand.Text()}
 	defer func() {
 		if err != nil {
 			w.stop()
@@ -102,7 +137,8 @@ func startScaleSetWorld(ctx context.Context, opts Options, log *slog.Logger, say
 	if err := w.startSimulator(); err != nil {
 		return nil, err
 	}
-	w.arc, err = testworld.StartARCScaleSet(ctx, testworld.ARCScaleSetOptions{Kube: w.kube, Namespace: scaleSetNamespace, Dir: w.dir + "/arc"})
+	w.arc, err = testworld.StartARCScaleSet(ctx, testworld.ARCScaleSetOptions{Kube: w.kube, Namespace: scaleSetNamespace, Dir: w.dir + "/arc",
+		RunnerMaxConcurrentReconciles: limits.runnerReconciles, KubeQPS: limits.kubeQPS, KubeBurst: limits.kubeBurst})
 	if err != nil {
 		return nil, fmt.Errorf("ARC: %w", err)
 	}
@@ -157,31 +193,37 @@ func (w *scaleSetWorld) stop() {
 	}
 }
 
-// runScaleSetPeer measures ARC's scale-set mode (--peer arc-scaleset) with the same bursts as
-// runnerflow, in a fresh world of its own started once the others are gone.
-func runScaleSetPeer(ctx context.Context, opts Options, progress io.Writer, logPath string, res *Results) error {
-	log, say, closeLog, err := peerLog(progress, logPath, peerARCScaleSet)
+// runScaleSetPeer measures ARC's scale-set mode (--peer arc-scaleset, or arc-scaleset-tuned
+// with limits) with the same bursts as runnerflow, in a fresh world of its own started once
+// the others are gone.
+func runScaleSetPeer(ctx context.Context, opts Options, limits arcScaleSetSettings, progress io.Writer, logPath string, res *Results) error {
+	log, say, closeLog, err := peerLog(progress, logPath, limits.peer)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
 	peer := &PeerResult{
 		Name: "actions-runner-controller", Mode: modeScaleSets, Version: testworld.ARCScaleSetVersion,
+		Tuned: limits.tuned, Settings: limits.says,
 	}
-	res.PeerScaleSet = peer
+	if limits.tuned {
+		res.PeerScaleSetTuned = peer
+	} else {
+		res.PeerScaleSet = peer
+	}
 	if err := testworld.ARCScaleSetTools(); err != nil {
 		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
 		say("ARC scale-set world FAILED: %v", err)
 		return ctx.Err()
 	}
-	w, err := startScaleSetWorld(ctx, opts, log, say)
+	w, err := startScaleSetWorld(ctx, opts, limits, log, say)
 	if err != nil {
 		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
 		say("ARC scale-set world FAILED: %v", err)
 		return ctx.Err()
 	}
 	defer w.stop()
-	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC gha-runner-scale-set %s controller manager, GitHub double, simulator running ARC's listener)", testworld.ARCScaleSetVersion)
+	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC gha-runner-scale-set %s controller manager at %s, GitHub double, simulator running ARC's listener)", testworld.ARCScaleSetVersion, limits.says)
 	for _, n := range opts.Jobs {
 		b, err := w.burst(ctx, n)
 		if err != nil {

@@ -28,6 +28,8 @@ type Results struct {
 	// PeerScaleSet holds ARC's scale-set mode's figures 1, 2 and 4 for the same bursts
 	// (--peer arc-scaleset).
 	PeerScaleSet *PeerResult `json:"peerScaleSet,omitempty"`
+	// PeerScaleSetTuned holds the same mode with its limits raised (--peer arc-scaleset-tuned).
+	PeerScaleSetTuned *PeerResult `json:"peerScaleSetTuned,omitempty"`
 	// Failures name the phases that failed and why; their figures are missing.
 	Failures []string `json:"failures,omitempty"`
 	// Seconds is how long the whole run took.
@@ -223,6 +225,10 @@ type PeerResult struct {
 	// Mode is ARC's mode: summerwind (RunnerDeployments scaled on webhooks) or scale sets
 	// (AutoscalingRunnerSets whose listeners long-poll GitHub's Actions service).
 	Mode string `json:"mode,omitempty"`
+	// Tuned marks a scale-set peer run with its limits raised; Settings says which limits it
+	// ran with.
+	Tuned    bool   `json:"tuned,omitempty"`
+	Settings string `json:"settings,omitempty"`
 	// SyncPeriodSeconds, BatchSeconds and ScaleDownDelaySeconds are the summerwind mode's.
 	// SyncPeriodSeconds is ARC's --sync-period: how often it reconciles every resource again,
 	// which bounds how late it scales down.

@@ -73,11 +73,16 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 	go func() { simDone <- sim.Run(simCtx) }()
 	defer func() { stopSim(); <-simDone }()
 
-	arc, err := testworld.StartARCScaleSet(ctx, testworld.ARCScaleSetOptions{Kube: k, Namespace: ns, Dir: dir + "/arc"})
+	// The limits the bench's tuned peer raises, so its flags are known to start the manager.
+	arc, err := testworld.StartARCScaleSet(ctx, testworld.ARCScaleSetOptions{Kube: k, Namespace: ns, Dir: dir + "/arc",
+		RunnerMaxConcurrentReconciles: 20, KubeQPS: 100, KubeBurst: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer arc.Stop()
+	if !strings.Contains(arc.LogTail(), `"runner-max-concurrent-reconciles": 20`) {
+		t.Errorf("ARC's manager did not take the raised concurrency:\n%s", arc.LogTail())
+	}
 	if err := testworld.CreateARCScaleSet(ctx, client, dyn, testworld.ARCScaleSetSpec{
 		Namespace: ns, Name: "arc-linux", ConfigURL: gh.URL() + "acme", Token: arcScaleSetToken, MaxRunners: 10,
 		Labels: []string{"linux", "x64"},
