@@ -306,8 +306,7 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 		return res, err
 	}
 	countRefill := registrations(&b.refills)
-	// A pool decides to start a runner when it issues the runner's start: a child workflow
-	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
+	// The pools' and windows' histories also show where their time went (DeciderTrace).
 	poolTrace, windowTrace := newDeciderTracer(b.released, b.allStarted), newDeciderTracer(b.released, b.allStarted)
 	if path := b.e.opts.DeciderTimeline; path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -318,6 +317,8 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 		fmt.Fprintf(f, "# burst of %d jobs (%s), pools' histories from %s\n", b.n, cmp.Or(b.mode(), "webhooks"), b.released.Format(time.RFC3339Nano))
 		poolTrace.timeline = f
 	}
+	// A pool decides to start a runner when it issues the runner's start: a child workflow
+	// (before changeStartInBatches), or its place in a StartRunnerWorkflows batch.
 	noteDecision := func(ev *historypb.HistoryEvent) {
 		countRefill(ev)
 		poolTrace.visit(ev)
