@@ -85,4 +85,5 @@ var Changes = []Change{
 	{changePullDecidesApart, RepoPullWorkflowType, "v7", "a repository's pull continues as new on DecisionTaskQueue"},
 	{changeUnmatchedDecidesApart, UnmatchedJobsWorkflowType, "v7", "the unmatched jobs' workflow continues as new on DecisionTaskQueue"},
 	{changeScaleSetSessionStatisticsOrder, PoolWorkflowType, "v7", "a scale-set pool keeps a session's message statistics over the older statistics that session opened with, when it takes the message first"},
+	{changeLostSecretByName, RunnerWorkflowType, "v7", "a runner leaving a lost cluster deletes by name the Secret of a credential step that failed mid-step"},
 }

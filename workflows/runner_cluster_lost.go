@@ -42,20 +42,35 @@ func (r *runner) leaveLostCluster(ctx workflow.Context, end ending) (RunnerResul
 			return r.fail(ctx, fmt.Errorf("remove runner from GitHub: %w", err))
 		}
 	}
+	secretUnheard := r.secretWriteUnheard()
 	r.registered = false
 	reason := ClusterLostReason + ": " + end.reason
 	r.setState(ctx, RunnerFailed, reason)
 	r.cleaningUp = true
-	if err := r.deleteWhenClusterReturns(ctx); err != nil {
+	if err := r.deleteWhenClusterReturns(ctx, secretUnheard); err != nil {
 		r.log.Error("Cannot remove the runner's objects from its lost cluster", "cluster", r.in.Cluster, "error", err)
 	}
 	r.drainSignals()
 	return r.result(), temporal.NewNonRetryableApplicationError(reason, ErrRunnerFailed, nil)
 }
 
+// changeLostSecretByName gates deleting by name, when a runner leaves a lost cluster, the
+// Secret of a credential step that failed mid-step (secretWriteUnheard).
+const changeLostSecretByName = "lost-cluster-secret-by-name"
+
+// secretWriteUnheard reports whether the runner's Secret may exist though the runner never
+// heard it written: a pod-first registration failed after GitHub registered the runner (the
+// runner counts as registered without a registration), and the Secret's write may have
+// reached the API server before it stopped answering. The Secret is named after the runner.
+func (r *runner) secretWriteUnheard() bool {
+	return r.registered && r.reg.SecretName == "" && r.obs.Credential != CredentialSpent
+}
+
 // deleteWhenClusterReturns deletes the runner's Secret (its pod goes with it) or, for a pod
 // the Secret does not own, the pod too, waiting for the cluster under ClusterReturnPolicy.
-func (r *runner) deleteWhenClusterReturns(ctx workflow.Context) error {
+// secretUnheard: a Secret the runner never heard written is deleted by its name
+// (changeLostSecretByName; none there is success).
+func (r *runner) deleteWhenClusterReturns(ctx workflow.Context, secretUnheard bool) error {
 	policy := ForCluster(ClusterReturnPolicy, r.in.Cluster)
 	if r.podUID != "" && !r.secretOwnsPod() {
 		if _, err := runActivity[PodRef, Nothing](ctx, policy, ActivityDeleteRunnerPod, r.podRef()); err != nil {
@@ -63,6 +78,9 @@ func (r *runner) deleteWhenClusterReturns(ctx workflow.Context) error {
 		}
 	}
 	r.podUID = ""
+	if secretUnheard && workflow.GetVersion(ctx, changeLostSecretByName, workflow.DefaultVersion, 1) >= 1 {
+		r.reg.SecretName = r.in.Name
+	}
 	if r.reg.SecretName != "" {
 		if _, err := runActivity[SecretRef, Nothing](ctx, policy, ActivityDeleteRunnerSecret, r.secretRef()); err != nil {
 			return fmt.Errorf("delete runner secret: %w", err)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -167,29 +168,45 @@ func TestRunnerBeforeSecretAfterSchedulingWritesItsSecretFirst(t *testing.T) {
 // retry for hours), the runner reads its pod, and leaves the lost cluster as any runner that
 // never connected, for its pool to place another elsewhere. A registration GitHub made before
 // the Secret's write stopped answering is found by name and removed; the pod is deleted once
-// the cluster answers.
+// the cluster answers, and the Secret too, by its name, since its write may have reached the
+// API server unheard (changeLostSecretByName; before it, the Secret was left behind).
 func TestRunnerPodFirstLeavesAClusterLostMidCredential(t *testing.T) {
-	h := newPodFirstHarness(t).withPool()
-	h.podFirst("uid-1")
-	timeout := temporal.NewApplicationError("context deadline exceeded", "Timeout")
-	h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(RegisterRunnerOutput{}, timeout)
-	h.env.OnActivity(ActivityGetRunnerPod, mock.Anything, mock.Anything).Return(GetRunnerPodOutput{}, timeout)
-	// GitHub had registered the runner before the Secret's write stopped answering: it is
-	// found by name and removed.
-	h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7}, nil)
-	h.removes(1)
-	h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, PodRef{Cluster: "a", Namespace: runnerTestNS, Name: runnerTestName, UID: "uid-1"}).
-		Return(Nothing{}, nil).Once()
-	h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
-	in := runnerTestInput(true)
-	in.Cluster = "a"
-	_, err := h.run(in)
-	if appErrorType(err) != ErrRunnerFailed || !strings.Contains(err.Error(), ClusterLostReason) {
-		t.Fatalf("workflow error = %v, want a %s failure naming the lost cluster", err, ErrRunnerFailed)
-	}
-	calls := h.callOrder()
-	if got := calls[len(calls)-1]; got != ActivityDeleteRunnerPod {
-		t.Errorf("activity calls = %v, want the pod's deletion last", calls)
+	for _, gated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("secret by name %v", gated), func(t *testing.T) {
+			h := newPodFirstHarness(t).withPool()
+			if !gated {
+				h.env.OnGetVersion(changeLostSecretByName, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			h.podFirst("uid-1")
+			timeout := temporal.NewApplicationError("context deadline exceeded", "Timeout")
+			h.env.OnActivity(ActivityRegisterRunner, mock.Anything, mock.Anything).Return(RegisterRunnerOutput{}, timeout)
+			h.env.OnActivity(ActivityGetRunnerPod, mock.Anything, mock.Anything).Return(GetRunnerPodOutput{}, timeout)
+			// GitHub had registered the runner before the Secret's write stopped answering: it is
+			// found by name and removed.
+			h.env.OnActivity(ActivityGetRunner, mock.Anything, mock.Anything).Return(GetRunnerOutput{Found: true, RunnerID: 7}, nil)
+			h.removes(1)
+			h.env.OnActivity(ActivityDeleteRunnerPod, mock.Anything, PodRef{Cluster: "a", Namespace: runnerTestNS, Name: runnerTestName, UID: "uid-1"}).
+				Return(Nothing{}, nil).Once()
+			if gated {
+				h.env.OnActivity(ActivityDeleteRunnerSecret, mock.Anything, SecretRef{Cluster: "a", Namespace: runnerTestNS, Name: runnerTestName}).
+					Return(Nothing{}, nil).Once()
+			}
+			h.at(time.Second, SignalPodStart, podScheduled("uid-1"))
+			in := runnerTestInput(true)
+			in.Cluster = "a"
+			_, err := h.run(in)
+			if appErrorType(err) != ErrRunnerFailed || !strings.Contains(err.Error(), ClusterLostReason) {
+				t.Fatalf("workflow error = %v, want a %s failure naming the lost cluster", err, ErrRunnerFailed)
+			}
+			want := []string{ActivityDeleteRunnerPod}
+			if gated {
+				want = append(want, ActivityDeleteRunnerSecret)
+			}
+			calls := h.callOrder()
+			if got := calls[len(calls)-len(want):]; !slices.Equal(got, want) || (!gated && slices.Contains(calls, ActivityDeleteRunnerSecret)) {
+				t.Errorf("activity calls = %v, want them to end with %v", calls, want)
+			}
+		})
 	}
 }
 
