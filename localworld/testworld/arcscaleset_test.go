@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestARCScaleSetRunsJobsOnItsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer arc.Stop()
-	if !strings.Contains(arc.LogTail(), `"runner-max-concurrent-reconciles": 20`) {
+	if !regexp.MustCompile(`"runner-max-concurrent-reconciles":\s*20\b`).MatchString(arc.LogTail()) {
 		t.Errorf("ARC's manager did not take the raised concurrency:\n%s", arc.LogTail())
 	}
 	if err := testworld.CreateARCScaleSet(ctx, client, dyn, testworld.ARCScaleSetSpec{
