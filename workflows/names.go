@@ -130,6 +130,9 @@ const (
 const (
 	// SignalRunnerState is how a runner reports its state changes to its pool (RunnerStateReport).
 	SignalRunnerState = "runner-state"
+	// SignalRunnerStates carries several runners' reports at once (RunnerStateBatch), as the
+	// worker's group commit hands them over (ActivityReportRunnerState).
+	SignalRunnerStates = "runner-states"
 	// UpdateApply replaces the pool's spec (ApplyRequest), from `starter apply`.
 	UpdateApply = "apply"
 	// UpdateScale changes min/max (ScaleRequest).

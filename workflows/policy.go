@@ -391,6 +391,36 @@ const (
 var ReservationUpdatePolicy = activityOptions(TaskQueue, 30*time.Second, untilDone,
 	backoff(200*time.Millisecond, 30*time.Second, retryNonRetryable))
 
+// ---- Runner reports ----
+
+const (
+	// RunnerReportPace: a worker signals a pool its runners' reports at most once this long
+	// (the group commit of activities.RunnerReports); the reports that arrive meanwhile share
+	// the next signal. A burst of 250 runners reported 12–15 times a second into one pool, and a
+	// workflow taking a signal every 70–80 ms had its workflow task handed out 35–68 s late
+	// (docs/benchmarks.md): each signal is a write to its history that the task's dispatch
+	// waits behind. One second keeps a burst to about one signal a second per worker into a
+	// pool, and costs a quiet pool nothing: a lone report leaves at once.
+	RunnerReportPace = time.Second
+	// RunnerReportHold: a report not signalled this long after it was queued leaves the queue
+	// unsent; its local activity gave up long before and its retry queued it again.
+	RunnerReportHold = 10 * time.Second
+	// RunnerReportBatchMax bounds one SignalRunnerStates: a report is about 300 bytes, so 500
+	// stay far below Temporal's payload limit (2 MB by default).
+	RunnerReportBatchMax = 500
+)
+
+// RunnerReportPolicy: the runner's local activity that hands a report to the worker's group
+// commit and waits for the signal that carries it. Local, because it runs inside the runner's
+// workflow task and records one marker, where a signal to the pool cost the runner two events
+// and a workflow task to learn it was delivered. Retried for a few seconds (Temporal busy);
+// after ScheduleToClose the runner signals its pool itself, as runners before it did.
+var RunnerReportPolicy = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    5 * time.Second,
+	ScheduleToCloseTimeout: 20 * time.Second,
+	RetryPolicy:            backoff(200*time.Millisecond, 2*time.Second, nil),
+}
+
 // ---- Pool workflow ----
 
 const (

@@ -40,6 +40,11 @@ func (p *poolRun) registerHandlers() error {
 // is still queued at continue-as-new is taken by the drainers.
 func (p *poolRun) receiveSignals() {
 	receive(p, SignalRunnerState, p.onRunnerState)
+	receive(p, SignalRunnerStates, func(b RunnerStateBatch) {
+		for _, rep := range b.Reports {
+			p.onRunnerState(rep)
+		}
+	})
 	receive(p, SignalPause, func(r OperatorRequest) { p.setMode(PoolPaused, r.Reason) })
 	receive(p, SignalResume, func(r OperatorRequest) { p.setMode(PoolActive, r.Reason) })
 	receive(p, SignalDrain, func(r DrainRequest) { p.setMode(PoolDraining, r.Reason) })

@@ -430,6 +430,9 @@ const (
 	// namespace once the pod is scheduled and leaves it once the runner started
 	// (runner_credential.go).
 	changeSecretAfterScheduling = "secret-after-scheduling"
+	// changeReportsBatched: reports go to the pool through the worker's group commit, by a
+	// local activity, rather than by a signal of the runner's own.
+	changeReportsBatched = "reports-batched"
 )
 
 // jobNews is true when a busy runner knows a job it has not reported to the pool yet.
@@ -455,11 +458,30 @@ func (r *runner) report(ctx workflow.Context, state RunnerState, reason string) 
 	}
 	// Waiting for delivery keeps the pool's view in order: the next report leaves only after
 	// this one arrived.
+	if workflow.GetVersion(ctx, changeReportsBatched, workflow.DefaultVersion, 1) >= 1 {
+		if r.reportInBatch(ctx, report) {
+			return
+		}
+	}
 	err := workflow.SignalExternalWorkflow(ctx, PoolWorkflowID(r.in.Pool), "", SignalRunnerState, report).Get(ctx, nil)
 	var noPool *temporal.UnknownExternalWorkflowExecutionError
 	if err != nil && !errors.As(err, &noPool) {
 		r.log.Warn("Cannot report runner state to pool", "state", state, "error", err)
 	}
+}
+
+// reportInBatch hands the report to the pool through the worker's group commit
+// (ActivityReportRunnerState), which gives the reports of a burst's runners a few shared
+// signals. False when it was not delivered within RunnerReportPolicy: the caller then
+// signals the pool itself.
+func (r *runner) reportInBatch(ctx workflow.Context, report RunnerStateReport) bool {
+	ctx = workflow.WithLocalActivityOptions(ctx, RunnerReportPolicy)
+	err := workflow.ExecuteLocalActivity(ctx, ActivityReportRunnerState, ReportRunnerStateInput{Pool: r.in.Pool, Report: report}).Get(ctx, nil)
+	if err != nil {
+		r.log.Warn("Cannot report runner state in a batch; signalling the pool", "state", report.State, "error", err)
+		return false
+	}
+	return true
 }
 
 // upsertSearchAttributes keeps RunnerState and RunnerPool current, so the Temporal UI can list

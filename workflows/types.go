@@ -168,6 +168,25 @@ type RunnerStateReport struct {
 	EndedJob int64 `json:"endedJob,omitempty"`
 }
 
+// RunnerStateBatch carries several runners' reports to their pool (SignalRunnerStates), in the
+// order the worker's group commit took them; a runner sends its next report only once the last
+// one was delivered, so each runner's reports keep their order. It carries no secret.
+type RunnerStateBatch struct {
+	Reports []RunnerStateReport `json:"reports"`
+}
+
+// ActivityReportRunnerState hands one runner report to its pool through the worker's group
+// commit (activities.RunnerReports), as a local activity of the runner (RunnerReportPolicy): the
+// reports of the runners a worker runs for one pool share a signal, at most one a
+// RunnerReportPace.
+const ActivityReportRunnerState = "ReportRunnerState"
+
+// ReportRunnerStateInput is one report for one pool (ActivityReportRunnerState).
+type ReportRunnerStateInput struct {
+	Pool   string            `json:"pool"`
+	Report RunnerStateReport `json:"report"`
+}
+
 // PodPhase is the pod's state as the pod watcher reports it; PodGone means the pod no longer exists.
 type PodPhase string
 

@@ -96,7 +96,7 @@ func (h *Handler) toWindows(ctx context.Context, je jobEvent) answer {
 		return answer{http.StatusOK, OutcomeUnrouted, "no pool serves this job's repository and labels"}
 	}
 	for _, p := range targets {
-		if err := h.windows.commit(ctx, p, je.event); err != nil {
+		if err := h.windows.Commit(ctx, p, je.event); err != nil {
 			return temporalAnswer(err, "scale window of pool "+p)
 		}
 	}
@@ -155,7 +155,7 @@ func (h *Handler) knownPool(name string) bool {
 	return false
 }
 
-// signalWindow hands a batch of events (the group commit's, see groupCommit) to the pool's
+// signalWindow hands a batch of events (the group commit's, see package groupcommit) to the pool's
 // current scale window, starting a new window if none is running: the server does both
 // atomically, so an event never falls between windows.
 func (h *Handler) signalWindow(ctx context.Context, pool string, events []workflows.WorkflowJobEvent) error {

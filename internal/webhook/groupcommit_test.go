@@ -79,18 +79,13 @@ func (g *signalGate) signalled() (calls int, sizes []int) {
 }
 
 // waitingJobs lists the jobs queued for the pool's window, in queue order, and whether a
-// sender is at work for it (test access to the group commit's state).
-func (g *groupCommit) waitingJobs(pool string) (jobs []int64, busy bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	q := g.windows[pool]
-	if q == nil {
-		return nil, false
+// sender is at work for it.
+func (h *Handler) waitingJobs(pool string) (jobs []int64, busy bool) {
+	events, busy := h.windows.Waiting(pool)
+	for _, ev := range events {
+		jobs = append(jobs, ev.JobID)
 	}
-	for _, p := range q.waiting {
-		jobs = append(jobs, p.event.JobID)
-	}
-	return jobs, q.sending
+	return jobs, busy
 }
 
 // commitTest is an intake with one organization pool whose window signals pass a signalGate.
@@ -149,7 +144,7 @@ func (ct *commitTest) queueBehind(jobs []int64) (answers []<-chan int, order []i
 		answers = append(answers, ct.deliver(j))
 	}
 	ct.eventually(fmt.Sprintf("%d deliveries queued", len(jobs)), func() bool {
-		order, _ = ct.h.windows.waitingJobs(ct.pool)
+		order, _ = ct.h.waitingJobs(ct.pool)
 		return len(order) == len(jobs)
 	})
 	return answers, order
@@ -159,7 +154,7 @@ func (ct *commitTest) queueBehind(jobs []int64) (answers []<-chan int, order []i
 func (ct *commitTest) waitIdle() {
 	ct.t.Helper()
 	ct.eventually("the window's sender to finish", func() bool {
-		jobs, busy := ct.h.windows.waitingJobs(ct.pool)
+		jobs, busy := ct.h.waitingJobs(ct.pool)
 		return len(jobs) == 0 && !busy
 	})
 }
@@ -280,7 +275,7 @@ func TestDeliveryRefusedInTimeStillReachesItsWindow(t *testing.T) {
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("the deliveries were answered %v after queueing; their budget was 2 s", waited)
 	}
-	if jobs, busy := ct.h.windows.waitingJobs(ct.pool); len(jobs) != 20 || !busy {
+	if jobs, busy := ct.h.waitingJobs(ct.pool); len(jobs) != 20 || !busy {
 		t.Errorf("after their deliveries were refused, jobs %v wait for the held signal (sender at work: %v), want all 20", jobs, busy)
 	}
 	ct.gate.releaseFirst()

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-github/v92/github"
 	"go.temporal.io/sdk/client"
 
+	"github.com/runnerflow/runnerflow/internal/groupcommit"
 	"github.com/runnerflow/runnerflow/internal/metrics"
 	"github.com/runnerflow/runnerflow/workflows"
 )
@@ -54,7 +55,7 @@ type Config struct {
 	// workflows.WebhookTemporalTimeout.
 	Timeout time.Duration
 	// WindowSignalTimeout bounds a scale window's signal from its oldest event's arrival,
-	// past the deliveries it carries (see groupCommit); zero means
+	// past the deliveries it carries (see package groupcommit); zero means
 	// workflows.WebhookWindowSignalTimeout.
 	WindowSignalTimeout time.Duration
 }
@@ -64,7 +65,7 @@ type Handler struct {
 	cfg Config
 	log *slog.Logger
 	// windows batches the events bound for each scale window into shared signals.
-	windows *groupCommit
+	windows *groupcommit.Queue[workflows.WorkflowJobEvent]
 }
 
 // NewHandler checks the configuration and returns a handler. It refuses to work without a
@@ -94,7 +95,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	// A window's signal must not end before the deliveries waiting for it do.
 	cfg.WindowSignalTimeout = max(cfg.WindowSignalTimeout, cfg.Timeout)
 	h := &Handler{cfg: cfg, log: cfg.Logger}
-	h.windows = newGroupCommit(h.signalWindow, cfg.WindowSignalTimeout, cfg.Metrics)
+	h.windows = groupcommit.New(h.signalWindow, groupcommit.Options{
+		MaxBatch: workflows.WorkflowJobsSignalMaxEvents, Hold: cfg.WindowSignalTimeout, Observe: cfg.Metrics.observeWindowSignal,
+	})
 	return h, nil
 }
 

@@ -290,6 +290,8 @@ func (a *App) buildWorkers() error {
 		WorkflowTaskPollerBehavior:             pollers(workflows.DecisionQueueWorker),
 	})
 	registerWorkflows(decisions, a.versioningBehaviors())
+	reports := activities.NewRunnerReports(a.temporal)
+	registerLocalActivities(decisions, reports)
 	main := worker.New(a.temporal, workflows.TaskQueue, worker.Options{
 		Identity: a.cfg.Identity, WorkerStopTimeout: a.cfg.StopTimeout, DeploymentOptions: a.deploymentOptions(),
 		MaxConcurrentWorkflowTaskExecutionSize: workflows.RunnerQueueWorker.WorkflowTaskSlots,
@@ -297,6 +299,7 @@ func (a *App) buildWorkers() error {
 		ActivityTaskPollerBehavior:             worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 	})
 	registerWorkflows(main, a.versioningBehaviors())
+	registerLocalActivities(main, reports)
 	a.warmNS = a.warmNamespace()
 	if a.deps.Kubernetes != nil { // the default cluster's Kubernetes activities
 		if a.warmNS != a.cfg.WatchNamespace { // apart from the runners: warm starts copy, reading the cache
@@ -372,6 +375,13 @@ func (a *App) versioningBehaviors() versioningBehaviors {
 		return versioningBehaviors{}
 	}
 	return versioningBehaviors{runner: workflow.VersioningBehaviorPinned, pool: workflow.VersioningBehaviorAutoUpgrade}
+}
+
+// registerLocalActivities registers the activities the workflows run as local activities: they
+// run on the worker that runs the workflow, so every worker with workflows registers them, the
+// same values (one group commit of runner reports per process).
+func registerLocalActivities(w worker.ActivityRegistry, reports *activities.RunnerReports) {
+	w.RegisterActivityWithOptions(reports.ReportRunnerState, activity.RegisterOptions{Name: workflows.ActivityReportRunnerState})
 }
 
 // registerWorkflows registers every workflow under its explicit type name, so renaming a Go
