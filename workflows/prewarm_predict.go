@@ -15,23 +15,26 @@ import (
 // its input, to be called from the pool workflow: no clock (Now is given), no map order in its
 // answer (sorted by job id), nothing random.
 //
-// A job is queued when the last job it needs finishes. A needed job finishes:
-//   - at its completion, once every instance of it completed;
-//   - when running, at its start (its last instance's) plus the policy's quantile of its recent
-//     run times;
-//   - when queued but not started, at Now plus that quantile: it starts when a runner takes it;
-//   - when not queued yet, at its own predicted queue time plus that quantile, recursively
-//     down a chain (lint → build → deploy).
+// A job is queued when the last job it needs finishes. A needed job that completed (every
+// instance of its matrix) finished at its last completion. One that did not finishes at its
+// start plus the policy's quantile of its recent run times, and never before Now (a job
+// running past its prediction is due any moment), where its start is:
+//   - when every instance started, the last instance's start;
+//   - when queued and not every instance started, Now: it starts when a runner takes it;
+//   - when not queued yet, its own predicted queue time, found the same way down a chain
+//     (lint → build → deploy).
 //
-// and never before Now: a job still running past its prediction is due any moment.
-//
-// Predict answers PredictedSkipped when a needed job failed, was cancelled or skipped, or will
-// be skipped for the same reason further up: GitHub skips a job whose needs did not all
-// succeed. It answers NotPredicted, with why, when a needed job has fewer than MinSamples
-// recent run times, its matrix size is known only in the run, or it has an if: and is not
-// queued (it may be skipped); and when the job itself has an if: (GitHub evaluates it only
-// when its needs finish, and an if: such as always() runs it even after a failure), has
-// labels known only in the run, or a matrix whose size is.
+// The answer for a job, checked in this order:
+//   - NotPredicted when its labels are known only in the run (it may not be this pool's), or
+//     it has an if: (GitHub evaluates it only when its needs finish, and one such as always()
+//     runs the job even after a failure);
+//   - PredictedSkipped when a needed job failed, was cancelled or skipped, or will be skipped
+//     for the same reason further up: GitHub skips a job whose needs did not all succeed, so
+//     runners warmed for it can go. A failure decides even when other needs cannot be told;
+//   - NotPredicted when a needed job not completed has fewer than MinSamples recent run
+//     times, a matrix whose size is known only in the run, or an if: and is not queued (it may
+//     be skipped); or when the job's own matrix size is known only in the run;
+//   - else PredictedQueued, with its matrix's instance count as the runners it needs.
 //
 // A job whose labels are all known and that LabelsFit does not give to this pool is left out:
 // another pool predicts it. Jobs without needs are left out too: GitHub queues them with the
@@ -70,7 +73,7 @@ func (p *predictor) predictJob(j RunGraphJob) JobPrediction {
 		pr.Kind = PredictedSkipped
 	case q.kind == outlookUnknown:
 	case j.Instances <= 0:
-		pr.Why = "its matrix size is known only in the run"
+		pr.After, pr.Why = "", "its matrix size is known only in the run"
 	default:
 		pr.Kind, pr.QueuedAt, pr.Runners = PredictedQueued, q.at, j.Instances
 	}

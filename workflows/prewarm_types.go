@@ -73,7 +73,8 @@ type PredictInput struct {
 	// History holds the recent run times of this workflow's jobs (not only this run's).
 	History []JobDurations
 	// PoolLabels are the predicting pool's labels: a job is its to predict when LabelsFit says
-	// the pool's runners can run it.
+	// the pool's runners can run it. Where several pools fit a job, the intake routes it to
+	// one (by scope and runner group): the caller asks only the pool it would route to.
 	PoolLabels []string
 	Now        time.Time
 	Policy     PredictPolicy
@@ -100,7 +101,8 @@ type JobPrediction struct {
 	// QueuedAt is when the last job it needs is predicted to finish: the job is queued then.
 	// It may be before Now when that job finished and the queued event has not been seen yet.
 	QueuedAt time.Time `json:"queuedAt,omitzero"`
-	// Runners is how many runners the job needs: its matrix's instances.
+	// Runners is how many runners the job needs: its matrix's instances. A matrix's
+	// max-parallel, which the parser does not read yet, would make it fewer at once.
 	Runners int `json:"runners,omitempty"`
 	// After names the needed job that decides: the one finishing last, or the one that failed.
 	After string `json:"after,omitempty"`
