@@ -1,0 +1,111 @@
+package workflows
+
+import "time"
+
+// Wire types of prewarming (issue 39): the job graph of a workflow run as the pool keeps it,
+// what the pool has seen of the run's jobs, the past run times it predicts from, and what
+// Predict says. They are plain data defined here rather than the parser's own types
+// (internal/jobgraph) so that the parser and its actionlint dependency stay out of workflow
+// code, and so that what a history records changes only as these types do (fields added,
+// never repurposed).
+
+// RunGraph is the jobs of a workflow run's file, as Predict reads them
+// (jobgraph.Graph.RunGraph derives it from a parsed file).
+type RunGraph struct {
+	Jobs []RunGraphJob `json:"jobs"`
+}
+
+// RunGraphJob is one job of the file, before its matrix expands. Its zero value predicts
+// nothing: labels and instance count unknown.
+type RunGraphJob struct {
+	// ID is the job's key under jobs:, as written; ids are compared case-insensitively, as
+	// GitHub compares them.
+	ID string `json:"id"`
+	// Needs are the ids of the jobs it waits for.
+	Needs []string `json:"needs,omitempty"`
+	// Labels are its runs-on labels, meaningful only when LabelsKnown.
+	Labels []string `json:"labels,omitempty"`
+	// LabelsKnown is false when runs-on, or one of its labels, is an expression evaluated only
+	// in the run, or the job calls a reusable workflow: which pool serves it is not known.
+	LabelsKnown bool `json:"labelsKnown,omitempty"`
+	// If is the job's if: condition as written, empty when it has none.
+	If string `json:"if,omitempty"`
+	// Instances is how many jobs its matrix expands to (1 without a matrix); zero when the
+	// matrix is an expression evaluated only in the run.
+	Instances int `json:"instances,omitempty"`
+}
+
+// ObservedJob is what the pool has seen of one job of the run: one entry per job GitHub
+// reported, so a matrix contributes one entry per instance, all with the file's job id. The
+// caller maps GitHub's job name ("Build image", "deploy (eu, web)") to the file's id.
+type ObservedJob struct {
+	JobID     string    `json:"jobId"`
+	Queued    time.Time `json:"queued,omitzero"`
+	Started   time.Time `json:"started,omitzero"`
+	Completed time.Time `json:"completed,omitzero"`
+	// Conclusion is GitHub's, set once Completed is: "success", "failure", "cancelled",
+	// "skipped", "timed_out"...
+	Conclusion string `json:"conclusion,omitempty"`
+}
+
+// JobDurations is one job's recent run times (started to completed) in earlier runs of the
+// same workflow, newest last; RecordJobDuration keeps them.
+type JobDurations struct {
+	JobID     string          `json:"jobId"`
+	Durations []time.Duration `json:"durations"`
+}
+
+// PredictPolicy is what a prediction rests on; PrewarmPredictPolicy (policy.go) gives the
+// reason for each value. A zero field takes PrewarmPredictPolicy's.
+type PredictPolicy struct {
+	// Quantile of a job's recent run times that predicts how long it runs, in (0, 1].
+	Quantile float64 `json:"quantile,omitempty"`
+	// MinSamples: fewer run times than this predict nothing.
+	MinSamples int `json:"minSamples,omitempty"`
+	// Kept: only the newest Kept run times count.
+	Kept int `json:"kept,omitempty"`
+}
+
+// PredictInput is everything a prediction depends on; Predict reads nothing else.
+type PredictInput struct {
+	Graph    RunGraph
+	Observed []ObservedJob
+	// History holds the recent run times of this workflow's jobs (not only this run's).
+	History []JobDurations
+	// PoolLabels are the predicting pool's labels: a job is its to predict when LabelsFit says
+	// the pool's runners can run it. Where several pools fit a job, the intake routes it to
+	// one (by scope and runner group): the caller asks only the pool it would route to.
+	PoolLabels []string
+	Now        time.Time
+	Policy     PredictPolicy
+}
+
+// PredictionKind says what a prediction tells the pool to do.
+type PredictionKind string
+
+const (
+	// PredictedQueued: the job will be queued at QueuedAt and needs Runners runners.
+	PredictedQueued PredictionKind = "queued"
+	// PredictedSkipped: a job it needs failed, was cancelled or skipped (or will be), so the
+	// job will be skipped: runners warmed for it can go.
+	PredictedSkipped PredictionKind = "skipped"
+	// NotPredicted: when, or whether, the job is queued cannot be told yet; Why says what is
+	// missing. A later prediction, with more of the run seen, may tell.
+	NotPredicted PredictionKind = "unknown"
+)
+
+// JobPrediction is Predict's answer for one job of the run that has not been queued yet.
+type JobPrediction struct {
+	JobID string         `json:"jobId"`
+	Kind  PredictionKind `json:"kind"`
+	// QueuedAt is when the last job it needs is predicted to finish: the job is queued then.
+	// It may be before Now when that job finished and the queued event has not been seen yet.
+	QueuedAt time.Time `json:"queuedAt,omitzero"`
+	// Runners is how many runners the job needs: its matrix's instances. A matrix's
+	// max-parallel, which the parser does not read yet, would make it fewer at once.
+	Runners int `json:"runners,omitempty"`
+	// After names the needed job that decides: the one finishing last, or the one that failed.
+	After string `json:"after,omitempty"`
+	// Why explains the prediction, for the pool's status and `starter why`.
+	Why string `json:"why"`
+}
