@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -126,6 +127,43 @@ func (a *TemporalActivities) startRunner(ctx context.Context, in workflows.Runne
 		return nil
 	}
 	return err
+}
+
+// SignalRunnerStatuses tells each runner of the batch its listing status, RunnerStartConcurrency
+// at a time. A runner whose workflow is not found has ended: it is named in the result. Any
+// other failure fails the call, and the retry tells the whole batch again (a status told twice
+// is the same status).
+func (a *TemporalActivities) SignalRunnerStatuses(ctx context.Context, in workflows.SignalRunnerStatusesInput) (workflows.SignalRunnerStatusesOutput, error) {
+	var (
+		out       workflows.SignalRunnerStatusesOutput
+		mu        sync.Mutex
+		transient error
+		wg        sync.WaitGroup
+	)
+	slots := make(chan struct{}, workflows.RunnerStartConcurrency)
+	for _, u := range in.Updates {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := a.Client.SignalWorkflow(ctx, workflows.RunnerWorkflowID(in.Pool, u.Runner), "", workflows.SignalRunnerStatus, u.Status)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if _, gone := errors.AsType[*serviceerror.NotFound](err); gone {
+				out.Gone = append(out.Gone, u.Runner)
+			} else if transient == nil {
+				transient = fmt.Errorf("signal runner %s: %w", u.Runner, err)
+			}
+		})
+	}
+	wg.Wait()
+	if transient != nil {
+		return workflows.SignalRunnerStatusesOutput{}, transient
+	}
+	slices.Sort(out.Gone) // the pool forgets them in this order: the same on every attempt
+	return out, nil
 }
 
 // refusedForGood: Temporal's answers that the same start will get again.

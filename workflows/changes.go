@@ -87,4 +87,5 @@ var Changes = []Change{
 	{changeScaleSetSessionStatisticsOrder, PoolWorkflowType, "v7", "a scale-set pool keeps a session's message statistics over the older statistics that session opened with, when it takes the message first"},
 	{changeLostSecretByName, RunnerWorkflowType, "v7", "a runner leaving a lost cluster deletes by name the Secret of a credential step that failed mid-step"},
 	{changeReportsBatched, RunnerWorkflowType, "v7", "a runner hands its state reports to its pool through the worker's group commit, by a local activity, instead of signalling the pool"},
+	{changeListingTellsInBatches, PoolWorkflowType, "v7", "a pool tells its runners what a listing found of them with one activity per batch instead of a signal each"},
 }

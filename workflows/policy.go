@@ -321,6 +321,13 @@ const (
 	StaleReservationCheckInterval = DefaultReservationDuration
 )
 
+// RunnerStatusesPolicy: telling a batch of runners their listing (SignalRunnerStatuses) is a few
+// Temporal calls; retried for a minute, then given up as a failed signal to a runner always
+// was: a runner that missed its listing learns its state from its job's notices and its own
+// registration check.
+var RunnerStatusesPolicy = activityOptions(TaskQueue, 30*time.Second, time.Minute,
+	backoff(200*time.Millisecond, 10*time.Second, nil))
+
 // PoolRunnerCheckPolicy: the pool's check for runner workflows that ended without a report is
 // one visibility listing; it runs again at the next interval anyway, so a failing one gives up
 // after a few tries.

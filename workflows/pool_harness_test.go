@@ -77,7 +77,11 @@ type poolHarness struct {
 	// silent runners start but never report; asked records the pool's check-registration
 	// signals to any runner.
 	silent map[string]bool
-	asked  []checkAsked
+	// told records the listing statuses the runners were told, by signal or in a batch.
+	told []RunnerStatusUpdate
+	// statusBatches counts the SignalRunnerStatuses activities the pool ran.
+	statusBatches int
+	asked         []checkAsked
 	// vanishedAt is when each vanished runner's workflow ended (at its start).
 	vanishedAt map[string]time.Time
 	// jobsAtGitHub is what GitHub says of jobs the pool reads (ReadJobs), by id; a job not
@@ -288,6 +292,7 @@ func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	env.RegisterActivityWithOptions(h.startRunnerWorkflows, activity.RegisterOptions{Name: ActivityStartRunnerWorkflows})
 	h.playScopeListing(env)
 	env.RegisterActivityWithOptions(h.listEndedRunners, activity.RegisterOptions{Name: ActivityListEndedRunners})
+	env.RegisterActivityWithOptions(h.signalRunnerStatuses, activity.RegisterOptions{Name: ActivitySignalRunnerStatuses})
 	env.RegisterActivityWithOptions(h.readJobs, activity.RegisterOptions{Name: ActivityReadJobs})
 	env.SetOnChildWorkflowStartedListener(h.childStarted)
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { h.timers++ })
@@ -387,6 +392,10 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 		return &temporal.UnknownExternalWorkflowExecutionError{}
 	}
 	switch signal {
+	case SignalRunnerStatus:
+		h.mu.Lock()
+		h.told = append(h.told, RunnerStatusUpdate{Runner: name, Status: arg.(RunnerStatusSignal)})
+		h.mu.Unlock()
 	case SignalDrain:
 		h.drain(name)
 	case SignalForceRemove:
@@ -397,6 +406,21 @@ func (h *poolHarness) externalSignal(namespace, workflowID, runID, signal string
 		h.mu.Unlock()
 	}
 	return nil
+}
+
+// signalRunnerStatuses plays SignalRunnerStatuses: each status goes to its runner as the
+// pool's own signal would (externalSignal), and the runners whose workflow is gone are named.
+func (h *poolHarness) signalRunnerStatuses(_ context.Context, in SignalRunnerStatusesInput) (SignalRunnerStatusesOutput, error) {
+	var out SignalRunnerStatusesOutput
+	h.mu.Lock()
+	h.statusBatches++
+	h.mu.Unlock()
+	for _, u := range in.Updates {
+		if err := h.externalSignal("", RunnerWorkflowID(in.Pool, u.Runner), "", SignalRunnerStatus, u.Status); err != nil {
+			out.Gone = append(out.Gone, u.Runner)
+		}
+	}
+	return out, nil
 }
 
 func (h *poolHarness) started(in RunnerInput) {

@@ -168,6 +168,42 @@ func (p *poolRun) listingInterval() time.Duration {
 	return PoolListingInterval
 }
 
+// changeListingTellsInBatches gates telling the runners what a listing found with one
+// SignalRunnerStatuses activity instead of a signal each (see ActivitySignalRunnerStatuses).
+const changeListingTellsInBatches = "listing-tells-in-batches"
+
+// tellRunners hands each runner its status from a listing: since changeListingTellsInBatches
+// with one activity per RunnerStartBatchSize runners, before it with a signal each. A runner
+// whose workflow no longer exists is forgotten either way. Asked only when a listing tells
+// some runner something, so a pool at rest carries no marker.
+func (p *poolRun) tellRunners(updates []RunnerStatusUpdate) {
+	if len(updates) == 0 {
+		return
+	}
+	if workflow.GetVersion(p.ctx, changeListingTellsInBatches, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		for _, u := range updates {
+			p.signal(u.Runner, SignalRunnerStatus, u.Status)
+		}
+		return
+	}
+	for chunk := range slices.Chunk(updates, RunnerStartBatchSize) {
+		in := SignalRunnerStatusesInput{Pool: p.st.Spec.Name, Updates: chunk}
+		p.inflight++
+		workflow.Go(p.ctx, func(ctx workflow.Context) {
+			out, err := runActivity[SignalRunnerStatusesInput, SignalRunnerStatusesOutput](ctx, RunnerStatusesPolicy, ActivitySignalRunnerStatuses, in)
+			p.inflight--
+			p.changed = true
+			if err != nil {
+				p.logger.Warn("Telling runners their listing failed", "runners", len(in.Updates), "error", err)
+				return
+			}
+			for _, name := range out.Gone {
+				p.forget(name, RunnerDone, "runner workflow ended without a report (not found when told its listing)")
+			}
+		})
+	}
+}
+
 // applyListing signals each runner whose GitHub status changed since the last listing and
 // records the orphans: runners with the pool's name that the pool does not track.
 func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
@@ -180,6 +216,7 @@ func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
 		}
 	}
 	known := map[string]bool{}
+	var tell []RunnerStatusUpdate
 	for i := range p.st.Runners {
 		r := &p.st.Runners[i]
 		known[r.Name] = true
@@ -201,10 +238,11 @@ func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
 		if r.Listed == nil || *r.Listed != status {
 			r.Listed = &status
 			if !p.lean || !status.toldBy(r.State) {
-				p.signal(r.Name, SignalRunnerStatus, status)
+				tell = append(tell, RunnerStatusUpdate{Runner: r.Name, Status: status})
 			}
 		}
 	}
+	p.tellRunners(tell)
 	for _, f := range p.st.Finished {
 		known[f.Name] = true // GitHub may list a runner for a moment after it ended
 	}

@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // Operator requests the pool cannot honour are rejected by its validators, with a message that
@@ -187,5 +190,45 @@ func TestPoolTakesReservationBatchesBySignal(t *testing.T) {
 	end := h.run(spec, 4*time.Minute)
 	if end.Reservations != 0 || end.Totals.Started != 2 {
 		t.Errorf("at the end: %d reservations, %d runners started; want 0 and 2", end.Reservations, end.Totals.Started)
+	}
+}
+
+// A listing's news reaches the runner it concerns: in one SignalRunnerStatuses activity per
+// batch since changeListingTellsInBatches, by a signal of the pool's own before it; and a runner
+// whose workflow ended without a report is forgotten when the news does not reach it, either way.
+func TestPoolTellsRunnersTheirListing(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("before the change %v", before), func(t *testing.T) {
+			h := newPoolHarness(t, 0)
+			if before {
+				h.onSegment = func() {
+					h.env.OnGetVersion(changeListingTellsInBatches, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				}
+			}
+			name := RunnerName("linux", Generation(""), 1)
+			h.silence(name) // started, never reports: only the listing says it is online
+			h.at(30*time.Second, func() { h.addOrphan(RunnerListing{Name: name, Online: true}) })
+			h.check(2*time.Minute, "the runner told it is online", func(PoolStatus) bool {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return slices.Contains(h.told, RunnerStatusUpdate{Runner: name, Status: RunnerStatusSignal{Online: true}})
+			})
+			h.at(2*time.Minute+time.Second, func() { // its workflow ends without a report; GitHub forgets it
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				h.sim[name].state = RunnerDone
+				h.extraListed = nil
+			})
+			h.check(3*time.Minute, "the runner forgotten", func(st PoolStatus) bool {
+				return !slices.ContainsFunc(st.Runners, func(r PoolRunner) bool { return r.Name == name }) &&
+					slices.ContainsFunc(st.Finished, func(f FinishedRunner) bool {
+						return f.Name == name && strings.Contains(f.Reason, "not found when")
+					})
+			})
+			h.run(poolTestSpec(), 4*time.Minute)
+			if batched := h.statusBatches > 0; batched == before {
+				t.Errorf("%d SignalRunnerStatuses activities, before the change: %v", h.statusBatches, before)
+			}
+		})
 	}
 }

@@ -43,6 +43,33 @@ type RunnerStartFailure struct {
 	Reason string `json:"reason"`
 }
 
+// ActivitySignalRunnerStatuses tells a batch of a pool's runners what a listing found of them
+// (SignalRunnerStatus each, concurrently) and names the runners whose workflow no longer exists
+// (activities.TemporalActivities). Why an activity rather than a signal each from the pool
+// (changeListingTellsInBatches): a signal costs the pool two history events and a workflow task
+// to learn it was delivered; a burst's listing told a pool's 250 starting runners they were
+// online, nearly 900 signals a burst and as many of the pool's workflow tasks. A status told
+// twice (a retried batch) is the same status, which a runner takes as once.
+const ActivitySignalRunnerStatuses = "SignalRunnerStatuses"
+
+// SignalRunnerStatusesInput is one listing's news for some of a pool's runners.
+type SignalRunnerStatusesInput struct {
+	Pool    string               `json:"pool"`
+	Updates []RunnerStatusUpdate `json:"updates"`
+}
+
+// RunnerStatusUpdate is one runner's status from a listing.
+type RunnerStatusUpdate struct {
+	Runner string             `json:"runner"`
+	Status RunnerStatusSignal `json:"status"`
+}
+
+// SignalRunnerStatusesOutput names the runners whose workflow was not found (ended without a
+// report); every other runner of the batch was told.
+type SignalRunnerStatusesOutput struct {
+	Gone []string `json:"gone,omitempty"`
+}
+
 // changeStartInBatches gates starting a plan's runners with one StartRunnerWorkflows activity
 // instead of a child workflow each (see ActivityStartRunnerWorkflows).
 const changeStartInBatches = "start-runners-in-batches"

@@ -322,6 +322,8 @@ func (a *App) buildWorkers() error {
 		activity.RegisterOptions{Name: workflows.ActivityDemandRepoPull})
 	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).ListEndedRunners,
 		activity.RegisterOptions{Name: workflows.ActivityListEndedRunners})
+	main.RegisterActivityWithOptions((&activities.TemporalActivities{Client: a.temporal}).SignalRunnerStatuses,
+		activity.RegisterOptions{Name: workflows.ActivitySignalRunnerStatuses})
 	if a.cfg.Register != nil {
 		a.cfg.Register(main, a.deps)
 	}
