@@ -69,12 +69,20 @@ func (e *env) runBurst(ctx context.Context, b *burstPhase) (_ BurstResult, err e
 	}
 	e.say("burst of %d jobs across %d pools: queueing", n, len(b.pools))
 	e.intake.answers.reset()
+	stopProfile, err := burstCPUProfile(e.opts.CPUProfile, n)
+	if err != nil {
+		return BurstResult{}, err
+	}
 	probe := e.probeStatus(ctx, b.pools)
 	if err := b.fire(); err != nil {
 		probe.stop()
+		_ = stopProfile()
 		return BurstResult{}, err
 	}
 	err = b.waitStarted(ctx)
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	b.operator.StatusQuery, b.operator.StatusQueryFailures = probe.stop()
 	b.operator.Deliveries, b.operator.Answered503 = e.intake.answers.total(), e.intake.answers.of(http.StatusServiceUnavailable)
 	if err != nil {

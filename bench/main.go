@@ -66,6 +66,8 @@ type Options struct {
 	// histories from the burst's first webhook on, one line each: what the pools' decider
 	// trace (DeciderTrace) is made of, to read a stall event by event.
 	DeciderTimeline string
+	// CPUProfile, when set, names the file each burst's CPU profile goes to (burstCPUProfile).
+	CPUProfile string
 	// Skip names phases not to run: burst, throughput, memory, fleet, pull-fleet.
 	Skip []string
 	// Peer names a system to measure beside runnerflow after its phases, with the same bursts
@@ -152,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.IntVar(&opts.KubeBurst, "kube-burst", 0, "Kubernetes client burst with --kube-qps; 0 means twice the QPS")
 	fs.Float64Var(&opts.MemoryKubeQPS, "memory-kube-qps", 50, fmt.Sprintf("the worker binary's --kube-qps while the idle runners come up (burst twice that); 0 keeps its default (%d)", workflows.DefaultKubernetesQPS))
 	fs.StringVar(&opts.LogPath, "log", "", "file for the worker's and the world's warnings (default: a new file in the temporary directory)")
+	fs.StringVar(&opts.CPUProfile, "cpu-profile", "", "write a CPU profile of the benchmark's process (the worker runs in it) from each burst's first webhook until every job started, to FILE-<jobs>.pprof")
 	fs.StringVar(&opts.DeciderTimeline, "decider-timeline", "", "append every event of each burst's pool histories, from its first webhook on, to this file, one line each (history, event id, seconds since the first webhook, type, detail)")
 	fs.StringVar(&skip, "skip", "", "phases not to run: burst, throughput, memory, fleet, pull-fleet (comma-separated)")
 	fs.StringVar(&opts.Peer, "peer", "", "also run the bursts with these systems, comma-separated, each in a fresh world after runnerflow's phases, and print the ratios: arc (actions-runner-controller "+testworld.ARCVersion+", summerwind mode), arc-scaleset (gha-runner-scale-set "+testworld.ARCScaleSetVersion+"'s scale sets at the chart's defaults), arc-scaleset-tuned (the same with its limits raised to runnerflow's)")
