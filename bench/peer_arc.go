@@ -177,14 +177,14 @@ const (
 func (w *arcWorld) logTails() string { return w.arc.LogTails() }
 
 // setUp creates, per pool, the RunnerDeployment and then its autoscaler (ARC's webhook server
-// finds an autoscaler through its target's organization, so the target must exist first), and
-// waits until ARC has reconciled both.
+// finds an autoscaler through its target's organization, so the target must exist first), both
+// at the pool's warm runners, and waits until ARC has reconciled both.
 func (w *arcWorld) setUp(ctx context.Context, b *peerBurst) error {
-	for _, pool := range b.pools {
-		if err := w.create(ctx, arcRunnerDeployments, runnerDeployment(pool, burstOrg(pool))); err != nil {
+	for i, pool := range b.pools {
+		if err := w.create(ctx, arcRunnerDeployments, runnerDeployment(pool, burstOrg(pool), b.warm[i])); err != nil {
 			return err
 		}
-		if err := w.create(ctx, arcAutoscalers, autoscaler(pool, min(b.n, workflows.MaxPoolReplicas))); err != nil {
+		if err := w.create(ctx, arcAutoscalers, autoscaler(pool, b.warm[i], min(b.n, workflows.MaxPoolReplicas))); err != nil {
 			return err
 		}
 	}
@@ -206,23 +206,23 @@ func (w *arcWorld) setUp(ctx context.Context, b *peerBurst) error {
 }
 
 // runnerDeployment is the benchmark pool as ARC spells it: organization scope, the same
-// labels, ephemeral runners, no Docker sidecar, no runner until the autoscaler asks.
-func runnerDeployment(name, org string) map[string]any {
+// labels, ephemeral runners, no Docker sidecar, warm runners until the autoscaler asks more.
+func runnerDeployment(name, org string, warm int) map[string]any {
 	return arcObject("RunnerDeployment", name, map[string]any{
-		"replicas": 0,
+		"replicas": warm,
 		"template": map[string]any{"spec": map[string]any{
 			"organization": org, "labels": toAny(jobLabels), "ephemeral": true, "dockerEnabled": false,
 		}},
 	})
 }
 
-// autoscaler scales a RunnerDeployment on workflow_job webhooks between 0 and max, with the
-// benchmark's scale-down delay; a capacity reservation lasts 30 minutes unless its job's
-// completed event ends it first.
-func autoscaler(name string, max int) map[string]any {
+// autoscaler scales a RunnerDeployment on workflow_job webhooks between its warm runners and
+// max, with the benchmark's scale-down delay; a capacity reservation lasts 30 minutes unless
+// its job's completed event ends it first.
+func autoscaler(name string, warm, max int) map[string]any {
 	return arcObject("HorizontalRunnerAutoscaler", name, map[string]any{
 		"scaleTargetRef":                     map[string]any{"kind": "RunnerDeployment", "name": name},
-		"minReplicas":                        0,
+		"minReplicas":                        warm,
 		"maxReplicas":                        max,
 		"scaleDownDelaySecondsAfterScaleOut": int(benchScaleDownDelay.Seconds()),
 		"scaleUpTriggers": []any{map[string]any{
@@ -270,22 +270,62 @@ func (w *arcWorld) queue(b *peerBurst) ([]int64, time.Time, error) {
 	return queueBurst(w.gh, b.pools, b.n)
 }
 
-// atRest: ARC scaled each runner deployment back to zero, with no runner and no pod left.
+// atRest: ARC scaled each runner deployment back to its warm runners, with no other runner
+// and no other pod left.
 func (w *arcWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) {
-	for _, pool := range b.pools {
+	for i, pool := range b.pools {
 		rd, err := w.dyn.Resource(arcRunnerDeployments).Namespace(arcNamespace).Get(ctx, pool, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if replicas, _, _ := unstructured.NestedInt64(rd.Object, "spec", "replicas"); replicas != 0 {
+		if replicas, _, _ := unstructured.NestedInt64(rd.Object, "spec", "replicas"); replicas != int64(b.warm[i]) {
 			return false, nil
 		}
-		if n, err := w.count(ctx, arcRunners, pool); err != nil || n > 0 {
+		if n, err := w.count(ctx, arcRunners, pool); err != nil || n != b.warm[i] {
 			return false, err
 		}
 	}
 	pods, err := w.client.CoreV1().Pods(arcNamespace).List(ctx, metav1.ListOptions{})
-	return err == nil && len(pods.Items) == 0, err
+	if err != nil || len(pods.Items) != b.warmWanted() {
+		return false, err
+	}
+	return w.batchesPatched(b)
+}
+
+// batchesPatched says whether ARC's webhook server has patched each pool's autoscaler since
+// the last of the pool's queued and completed webhooks reached it. It batches them for 3 s
+// before it patches: until then a pool kept warm can look at rest before ARC has heard of
+// the burst at all (a cold one cannot: its jobs need the runners ARC starts).
+func (w *arcWorld) batchesPatched(b *peerBurst) (bool, error) {
+	poolOf := map[string]string{}
+	for _, pool := range b.pools {
+		poolOf[burstOrg(pool)+"/app"] = pool
+	}
+	heard := map[string]time.Time{}
+	for _, d := range w.gh.Deliveries() {
+		j, _ := w.gh.Job(d.JobID)
+		pool, ours := poolOf[j.Repository]
+		if !ours || (d.Action != actionQueued && d.Action != actionCompleted) {
+			continue
+		}
+		at, ok := w.arrivals.receivedAt(d.ID)
+		if !d.Done || !ok {
+			return false, nil
+		}
+		if at.After(heard[pool]) {
+			heard[pool] = at
+		}
+	}
+	writes, err := w.kube.AuditedWrites()
+	if err != nil {
+		return false, err
+	}
+	for _, wr := range writes {
+		if wr.User == testworld.ARCWebhookServerUser && wr.Key() == "patch horizontalrunnerautoscalers" && wr.Code/100 == 2 && wr.At.After(heard[wr.Name]) {
+			delete(heard, wr.Name)
+		}
+	}
+	return len(heard) == 0, nil
 }
 
 // tearDown deletes the burst's autoscalers and runner deployments (the garbage collector

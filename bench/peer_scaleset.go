@@ -81,7 +81,7 @@ func startScaleSetWorld(ctx context.Context, opts Options, limits arcScaleSetSet
 	pw, err := startPeerWorld(ctx, opts, peerWorldSpec{
 		peer: peerSpec{
 			label: "ARC scale-set", pools: "scale sets", from: "the first was queued", settling: "ARC's scale sets to scale down",
-			prefix: "arcss", runners: arcEphemeralRunners.Resource, writer: scaleSetWriter,
+			prefix: "arcss", runners: arcEphemeralRunners.Resource, runnerPods: notListenerPods, writer: scaleSetWriter,
 		},
 		name: "arc-scaleset", ns: scaleSetNamespace,
 		// The listeners scale their sets as the ServiceAccount ARC gives their pods.
@@ -155,6 +155,8 @@ var (
 
 const (
 	notListenerPods = "app.kubernetes.io/component!=runner-scale-set-listener"
+	// arcScaleSetNameLabel names, on an EphemeralRunnerSet, the AutoscalingRunnerSet it serves.
+	arcScaleSetNameLabel = "actions.github.com/scale-set-name"
 	// arcRegistrationFinalizer is the finalizer with which ARC removes an EphemeralRunner's
 	// runner at the service before letting it go.
 	arcRegistrationFinalizer = "ephemeralrunner.actions.github.com/runner-registration-finalizer"
@@ -162,14 +164,14 @@ const (
 
 func (w *scaleSetWorld) logTails() string { return w.arc.LogTail() }
 
-// setUp creates, per pool, an AutoscalingRunnerSet in its organization, between 0 and n
-// runners, and waits until each set's listener holds a message
+// setUp creates, per pool, an AutoscalingRunnerSet in its organization, between the pool's
+// warm runners (minRunners) and n, and waits until each set's listener holds a message
 // session at the double: from then on a queued job reaches it.
 func (w *scaleSetWorld) setUp(ctx context.Context, b *peerBurst) error {
-	for _, pool := range b.pools {
+	for i, pool := range b.pools {
 		if err := testworld.CreateARCScaleSet(ctx, w.client, w.dyn, testworld.ARCScaleSetSpec{
 			Namespace: scaleSetNamespace, Name: pool, ConfigURL: w.gh.URL() + burstOrg(pool), Token: w.token,
-			MaxRunners: min(b.n, workflows.MaxPoolReplicas),
+			MinRunners: b.warm[i], MaxRunners: min(b.n, workflows.MaxPoolReplicas),
 		}); err != nil {
 			return err
 		}
@@ -199,20 +201,25 @@ func (w *scaleSetWorld) queue(b *peerBurst) ([]int64, time.Time, error) {
 	return jobs, b.start, nil
 }
 
-// atRest: both sets are back to zero: their EphemeralRunnerSets ask for no runner, and no
-// EphemeralRunner or runner pod is left but those ARC is stuck deleting (stuckDeleting).
+// atRest: both sets are back to their warm runners: their EphemeralRunnerSets ask for no
+// more, and no other EphemeralRunner or runner pod is left but those ARC is stuck deleting
+// (scaleSetRunners).
 func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) {
 	sets, err := w.dyn.Resource(arcEphemeralRunnerSets).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}
 	for _, set := range sets.Items {
-		if replicas, _, _ := unstructured.NestedInt64(set.Object, "spec", "replicas"); replicas != 0 {
+		want := 0
+		if i := slices.Index(b.pools, set.GetLabels()[arcScaleSetNameLabel]); i >= 0 {
+			want = b.warm[i]
+		}
+		if replicas, _, _ := unstructured.NestedInt64(set.Object, "spec", "replicas"); replicas != int64(want) {
 			return false, nil
 		}
 	}
-	stuck, err := w.stuckDeleting(ctx)
-	if err != nil || stuck == nil {
+	live, stuck, err := w.scaleSetRunners(ctx)
+	if err != nil || stuck == nil || len(live) != b.warmWanted() {
 		return false, err
 	}
 	pods, err := w.client.CoreV1().Pods(scaleSetNamespace).List(ctx, metav1.ListOptions{LabelSelector: notListenerPods})
@@ -220,7 +227,7 @@ func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) 
 		return false, err
 	}
 	for _, pod := range pods.Items {
-		if !stuck[pod.Name] {
+		if !stuck[pod.Name] && !live[pod.Name] {
 			return false, nil
 		}
 	}
@@ -228,28 +235,32 @@ func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) 
 	return true, nil
 }
 
-// stuckDeleting names the EphemeralRunners left, each of which ARC is stuck deleting; nil
-// while another is left. ARC removes a runner at the service when it finalizes its
-// EphemeralRunner, after the runner finished or the set removed it already, and takes any
-// answer but success for a failure it retries for ever: where the service answers such a
-// second removal "not found" (the double's default; this world's double answers it as done,
-// githubdouble.Config.ScaleSetRemovalOfGoneRunners) the runner never goes, nor its pod. Such
-// a runner is being deleted, has not finished and still holds ARC's registration finalizer;
-// one being deleted otherwise is waited for.
-func (w *scaleSetWorld) stuckDeleting(ctx context.Context) (map[string]bool, error) {
+// scaleSetRunners names the EphemeralRunners left: those not being deleted (live) and those
+// ARC is stuck deleting; stuck is nil while another is being deleted. ARC removes a runner at
+// the service when it finalizes its EphemeralRunner, after the runner finished or the set
+// removed it already, and takes any answer but success for a failure it retries for ever:
+// where the service answers such a second removal "not found" (the double's default; this
+// world's double answers it as done, githubdouble.Config.ScaleSetRemovalOfGoneRunners) the
+// runner never goes, nor its pod. Such a runner is being deleted, has not finished and still
+// holds ARC's registration finalizer; one being deleted otherwise is waited for.
+func (w *scaleSetWorld) scaleSetRunners(ctx context.Context) (live, stuck map[string]bool, err error) {
 	runners, err := w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	stuck := map[string]bool{}
+	live, stuck = map[string]bool{}, map[string]bool{}
 	for _, r := range runners.Items {
 		phase, _, _ := unstructured.NestedString(r.Object, "status", "phase")
-		if r.GetDeletionTimestamp() == nil || phase == string(corev1.PodSucceeded) || !slices.Contains(r.GetFinalizers(), arcRegistrationFinalizer) {
-			return nil, nil
+		switch {
+		case r.GetDeletionTimestamp() == nil:
+			live[r.GetName()] = true
+		case phase == string(corev1.PodSucceeded) || !slices.Contains(r.GetFinalizers(), arcRegistrationFinalizer):
+			return live, nil, nil
+		default:
+			stuck[r.GetName()] = true
 		}
-		stuck[r.GetName()] = true
 	}
-	return stuck, nil
+	return live, stuck, nil
 }
 
 // tearDown drops the finalizers of the EphemeralRunners ARC is stuck deleting, as an operator
@@ -259,7 +270,7 @@ func (w *scaleSetWorld) stuckDeleting(ctx context.Context) (map[string]bool, err
 func (w *scaleSetWorld) tearDown(b *peerBurst) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stuck, err := w.stuckDeleting(ctx)
+	_, stuck, err := w.scaleSetRunners(ctx)
 	if err != nil {
 		w.log.Warn("list EphemeralRunners", "error", err)
 	}
