@@ -125,7 +125,7 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{"--skip", "everything"}, {"--rate", "0"}, {"--load-duration", "0s"}, {"--rate", "1", "--load-duration", "10ms"},
 		{"--github-budget", "-1"}, {"extra"}, {"--pools", "-1"}, {"--pools", "50", "--workers", "0"},
 		{"--pools", "50", "--pool-runners", "1001"}, {"--peer", "argo"}, {"--peer", "arc,arc"}, {"--peer", "arc,"},
-		{"--peer", "arc-scaleset", "--skip", "burst"},
+		{"--peer", "arc-scaleset", "--skip", "burst"}, {"--warm", "-1"}, {"--jobs", "100,500", "--warm", "501"},
 	} {
 		if _, _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -134,6 +134,10 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 	opts, out, err := parseFlags([]string{"--jobs", "100, 500", "--skip", "memory", "--out", "r.json"}, io.Discard)
 	if err != nil || out != "r.json" || len(opts.Jobs) != 2 || opts.Jobs[1] != 500 || !opts.runs("burst") || opts.runs("memory") {
 		t.Errorf("parseFlags = %+v, %q, %v", opts, out, err)
+	}
+	opts, _, err = parseFlags([]string{"--jobs", "100,500", "--warm", "500"}, io.Discard)
+	if err != nil || opts.Warm != 500 {
+		t.Errorf("parseFlags(--jobs 100,500 --warm 500) = %+v, %v", opts, err)
 	}
 	opts, _, err = parseFlags([]string{"--pools", "50", "--workers", "3"}, io.Discard)
 	if err != nil || opts.Pools != 50 || opts.Workers != 3 || opts.PoolRunners != 20 {

@@ -20,8 +20,10 @@ import (
 const (
 	// burstPools is how many pools a burst's jobs are spread over.
 	burstPools = 2
-	// actionQueued is the workflow_job webhook action of a newly queued job.
-	actionQueued = "queued"
+	// actionQueued and actionCompleted are the workflow_job webhook actions of a newly queued
+	// job and of a finished one.
+	actionQueued    = "queued"
+	actionCompleted = "completed"
 )
 
 // burstPhase is one burst of queued jobs and what it left behind to measure.
@@ -119,8 +121,10 @@ func (b *burstPhase) setUp(ctx context.Context) error {
 		}
 		b.pools = append(b.pools, pool)
 		spec := poolSpec(pool, org, ns, 0, min(b.n, workflows.MaxPoolReplicas))
-		spec.WarmRegistrations = min((b.e.opts.Warm+burstPools-1)/burstPools, *spec.MaxReplicas)
+		spec.WarmRegistrations = warmShares(b.e.opts.Warm, b.n, burstPools)[i]
 		if b.scaleSet {
+			// A scale-set pool takes no warm registrations (its runners get their
+			// configurations from the set): these bursts stay cold whatever --warm says.
 			spec.ScaleSet, spec.WarmRegistrations = &workflows.ScaleSetSpec{}, 0
 		}
 		if b.offers {
@@ -145,10 +149,13 @@ func (b *burstPhase) waitWarm(ctx context.Context) error {
 	if b.e.opts.Warm == 0 {
 		return nil
 	}
-	start := time.Now()
+	start, shares := time.Now(), warmShares(b.e.opts.Warm, b.n, burstPools)
 	err := pollEvery(ctx, time.Second, "the warm registrations to be minted", func() (bool, error) {
 		b.warm = 0
-		for _, p := range b.pools {
+		for i, p := range b.pools {
+			if shares[i] == 0 {
+				continue
+			}
 			st, err := b.e.status(ctx, p)
 			if err != nil {
 				return false, err

@@ -47,8 +47,9 @@ type Options struct {
 	// GitHubPointsPerMinute is the secondary rate limit of the double and the worker's pace
 	// (GitHub's is 900 points a minute; a registration costs 5).
 	GitHubPointsPerMinute int
-	// Warm is how many warm registrations each burst's pools keep between them (split evenly
-	// over the two pools), minted before the burst is fired; 0 measures cold bursts.
+	// Warm is how many warm registrations (for the peers, warm runners) each burst's pools
+	// keep between them, split as the jobs are (warmShares) and ready before the burst is
+	// fired; a smaller burst keeps as many as its jobs; 0 measures cold bursts.
 	Warm int
 	// WorkerBinary is a built worker for figure 5; empty builds ./worker.
 	WorkerBinary string
@@ -147,7 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.DurationVar(&opts.JobDuration, "job-duration", 5*time.Second, "how long a simulated job runs")
 	fs.DurationVar(&opts.PhaseTimeout, "phase-timeout", 30*time.Minute, "bound on each burst, the load phase and each memory step")
 	fs.IntVar(&opts.GitHubBudget, "github-budget", 10_000_000, "GitHub API requests per hour for the double (the worker reads it from the double's answers)")
-	fs.IntVar(&opts.Warm, "warm", 0, "warm registrations per burst, split over its two pools and minted before the jobs are queued (0: cold)")
+	fs.IntVar(&opts.Warm, "warm", 0, "warm runners per burst, split over its two pools as its jobs are and ready before the jobs are queued: runnerflow's warm registrations, the peers' minRunners (ARC's scale sets) or minReplicas (summerwind); a burst smaller than it keeps as many as its jobs; at most the largest burst (0: cold)")
 	fs.IntVar(&opts.GitHubPointsPerMinute, "github-points-per-minute", workflows.DefaultGitHubPointsPerMinute, "GitHub's secondary rate limit for the double and the worker's pace (GitHub: 900)")
 	fs.StringVar(&opts.WorkerBinary, "worker-bin", "", "a built worker binary for the memory figure (default: go build ./worker)")
 	fs.Float64Var(&opts.KubeQPS, "kube-qps", 0, fmt.Sprintf("Kubernetes client QPS of the in-process worker (bursts); 0 keeps the worker binary's (policy default %d)", workflows.DefaultKubernetesQPS))
@@ -226,6 +227,8 @@ func (o Options) validate() error {
 		return errors.New("--load-duration, --job-duration and --phase-timeout must be positive")
 	case o.Warm < 0:
 		return errors.New("--warm must not be negative")
+	case len(o.Jobs) > 0 && o.Warm > slices.Max(o.Jobs):
+		return fmt.Errorf("--warm %d exceeds the largest burst (%d): a burst keeps at most as many warm runners as it has jobs", o.Warm, slices.Max(o.Jobs))
 	case o.GitHubBudget <= 0 || o.GitHubPointsPerMinute <= 0:
 		return errors.New("--github-budget and --github-points-per-minute must be positive")
 	case o.KubeQPS < 0 || o.KubeBurst < 0 || o.MemoryKubeQPS < 0:

@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/simulator"
@@ -36,7 +33,6 @@ const peerARCScaleSetTuned = "arc-scaleset-tuned"
 
 // arcScaleSetSettings are the manager's limits one scale-set peer runs with.
 type arcScaleSetSettings struct {
-	peer  string
 	tuned bool
 	// runnerReconciles is --runner-max-concurrent-reconciles; kubeQPS and kubeBurst the
 	// manager's Kubernetes client limits. Zero keeps ARC's own.
@@ -47,7 +43,7 @@ type arcScaleSetSettings struct {
 
 // arcScaleSetDefaults: the chart's defaults, which are also the binary's: two EphemeralRunner
 // reconciles at once, a client of 20 QPS with a burst of 30.
-var arcScaleSetDefaults = arcScaleSetSettings{peer: peerARCScaleSet,
+var arcScaleSetDefaults = arcScaleSetSettings{
 	says: "chart defaults: 2 EphemeralRunner reconciles at once, Kubernetes client 20 QPS / burst 30"}
 
 // arcScaleSetTuned is what an operator who reads ARC's source raises for bursts, matched to
@@ -58,7 +54,7 @@ var arcScaleSetDefaults = arcScaleSetSettings{peer: peerARCScaleSet,
 // configuration, so 100 QPS admits about 20 creations a second). The other controllers have
 // no concurrency flag, and the listener's own client keeps client-go's 5 QPS / burst 10,
 // which no flag or chart value changes.
-var arcScaleSetTuned = arcScaleSetSettings{peer: peerARCScaleSetTuned, tuned: true,
+var arcScaleSetTuned = arcScaleSetSettings{tuned: true,
 	runnerReconciles: 20, kubeQPS: workflows.DefaultKubernetesQPS, kubeBurst: 2 * workflows.DefaultKubernetesQPS,
 	says: fmt.Sprintf("tuned: 20 EphemeralRunner reconciles at once, Kubernetes client %d QPS / burst %d (runnerflow's); the listener's client stays at 5 QPS / burst 10 (no flag)",
 		workflows.DefaultKubernetesQPS, 2*workflows.DefaultKubernetesQPS)}
@@ -66,195 +62,280 @@ var arcScaleSetTuned = arcScaleSetSettings{peer: peerARCScaleSetTuned, tuned: tr
 // scaleSetNamespace is where the scale-set world's manager, listeners and runners live.
 const scaleSetNamespace = "arc-scalesets"
 
-// scaleSetWorld is a fresh test world for ARC's scale-set mode: a kube-apiserver with an
-// audit log, the garbage collector, the scale-set CRDs, a GitHub double serving runner scale
-// sets as github.com serves them (jobs assigned to a set, no offers), the simulator (which also runs ARC's listener process for each
-// listener pod), and ARC's manager. Nothing sends webhooks: the listeners long-poll the
+// scaleSetWorld is a fresh test world for ARC's scale-set mode: the peer world with the
+// scale-set CRDs and a double serving runner scale sets as github.com serves them (jobs
+// assigned to a set, no offers), its simulator also running ARC's listener process for each
+// listener pod, and ARC's manager. Nothing sends webhooks: the listeners long-poll the
 // double's Actions service.
 type scaleSetWorld struct {
-	opts   Options
-	log    *slog.Logger
-	dir    string
-	token  string
-	kube   *testworld.Kube
-	client kubernetes.Interface
-	dyn    dynamic.Interface
-	gh     *githubdouble.Server
-	arc    *testworld.ARCScaleSet
-	limits arcScaleSetSettings
-	online *onlineTimes
-	say    func(format string, args ...any)
-
-	stopSim func()
+	*peerWorld
+	arc *testworld.ARCScaleSet
 }
 
-// startScaleSetWorld starts the scale-set world; stop ends it.
+// startScaleSetWorld starts the scale-set world with the manager's limits, where ARC
+// 0.14.2's tools are built; stop ends it.
 func startScaleSetWorld(ctx context.Context, opts Options, limits arcScaleSetSettings, log *slog.Logger, say func(string, ...any)) (_ *scaleSetWorld, err error) {
-	w := &scaleSetWorld{opts: opts, limits: limits, log: log, say: say, online: newOnlineTimes(log.Handler()), token: "ghp_" + rand.Text()}
-	defer func() {
-		if err != nil {
-			w.stop()
-		}
-	}()
-	if w.dir, err = os.MkdirTemp("", "runnerflow-arc-scaleset-world-"); err != nil {
+	if err := testworld.ARCScaleSetTools(); err != nil {
 		return nil, err
 	}
-	w.kube, err = testworld.StartKubeWith(ctx, testworld.KubeOptions{
-		Dir: w.dir + "/kube", Users: append(testworld.ARCUsers(), testworld.GarbageCollectorUser), AuditWrites: true,
+	pw, err := startPeerWorld(ctx, opts, peerWorldSpec{
+		peer: peerSpec{
+			label: "ARC scale-set", pools: "scale sets", from: "the first was queued", settling: "ARC's scale sets to scale down",
+			prefix: "arcss", runners: arcEphemeralRunners.Resource, runnerPods: notListenerPods, writer: scaleSetWriter,
+		},
+		name: "arc-scaleset", ns: scaleSetNamespace,
 		// The listeners scale their sets as the ServiceAccount ARC gives their pods.
-		AuditServiceAccounts: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: %w", err)
-	}
-	if w.client, err = kubernetes.NewForConfig(w.kube.Config); err != nil {
-		return nil, err
-	}
-	if w.dyn, err = dynamic.NewForConfig(w.kube.Config); err != nil {
-		return nil, err
-	}
-	// The CRDs first: the garbage collector learns resource types when it starts.
-	if err := testworld.InstallARCScaleSetCRDs(ctx, w.kube.Config); err != nil {
-		return nil, fmt.Errorf("ARC's scale-set CRDs: %w", err)
-	}
-	if err := w.kube.StartGarbageCollector(ctx); err != nil {
-		return nil, err
-	}
-	if _, err := w.client.CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleSetNamespace}}, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("create namespace: %w", err)
-	}
-	w.gh, err = githubdouble.Start(githubdouble.Config{
-		Tokens: []string{w.token}, RateLimit: opts.GitHubBudget, SecondaryPointsPerMinute: opts.GitHubPointsPerMinute,
+		kube: testworld.KubeOptions{Users: testworld.ARCUsers(), AuditServiceAccounts: true},
+		crds: testworld.InstallARCScaleSetCRDs,
 		// ARC removes every runner it deletes, those the service already let go included:
 		// see the option.
-		ScaleSetRemovalOfGoneRunners: true,
-		Logger:                       slog.New(w.online).With("part", "github-double"),
-	})
+		gh:       githubdouble.Config{ScaleSetRemovalOfGoneRunners: true},
+		listener: arcListener,
+	}, log, say)
 	if err != nil {
-		return nil, fmt.Errorf("github double: %w", err)
-	}
-	if err := w.startSimulator(); err != nil {
 		return nil, err
 	}
+	w := &scaleSetWorld{peerWorld: pw}
 	w.arc, err = testworld.StartARCScaleSet(ctx, testworld.ARCScaleSetOptions{Kube: w.kube, Namespace: scaleSetNamespace, Dir: w.dir + "/arc",
 		RunnerMaxConcurrentReconciles: limits.runnerReconciles, KubeQPS: limits.kubeQPS, KubeBurst: limits.kubeBurst})
 	if err != nil {
+		w.stop()
 		return nil, fmt.Errorf("ARC: %w", err)
 	}
+	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC gha-runner-scale-set %s controller manager at %s, GitHub double, simulator running ARC's listener)", testworld.ARCScaleSetVersion, limits.says)
 	return w, nil
 }
 
-// startSimulator runs the runner simulator on the namespace, playing ARC's listener pods with
-// ARC's listener process as well as the runner pods.
-func (w *scaleSetWorld) startSimulator() error {
+// arcListener is ARC's listener process as the simulator runs it for a listener pod, with the
+// API server's in-cluster address and CA.
+func arcListener(w *peerWorld) (*simulator.ARCListener, error) {
 	listener, err := testworld.ToolPath(testworld.ARCScaleSetListenerTool)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	host, port, ca := w.kube.InClusterEndpoint()
-	sim := simulator.New(simulator.Config{
-		Client: w.client, Namespaces: []string{scaleSetNamespace},
-		GitHub:       githubdouble.NewRunnerClient(w.gh.URL()),
-		WorkDuration: w.opts.JobDuration,
-		Logger:       slog.New(w.online).With("part", "simulator"),
-		ARCListener: &simulator.ARCListener{
-			Binary: listener, APIServerHost: host, APIServerPort: port, CA: ca, Dir: w.dir + "/listeners",
-		},
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Run(ctx) }()
-	w.stopSim = func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			w.log.Warn("simulator stopped with an error", "error", err)
-		}
-	}
-	return nil
+	return &simulator.ARCListener{Binary: listener, APIServerHost: host, APIServerPort: port, CA: ca, Dir: w.dir + "/listeners"}, nil
 }
 
-// stop ends every part, ARC first, and removes the world's directory.
+// stop ends ARC first, then the world.
 func (w *scaleSetWorld) stop() {
 	if w.arc != nil {
 		_ = w.arc.Stop()
 	}
-	if w.stopSim != nil {
-		w.stopSim()
-	}
-	if w.gh != nil {
-		w.gh.Close()
-	}
-	if w.kube != nil {
-		_ = w.kube.Stop()
-	}
-	if w.dir != "" {
-		_ = os.RemoveAll(w.dir)
-	}
+	w.peerWorld.stop()
 }
 
 // runScaleSetPeer measures ARC's scale-set mode (--peer arc-scaleset, or arc-scaleset-tuned
-// with limits) with the same bursts as runnerflow, in a fresh world of its own started once
-// the others are gone.
-func runScaleSetPeer(ctx context.Context, opts Options, limits arcScaleSetSettings, progress io.Writer, logPath string, res *Results) error {
-	log, say, closeLog, err := peerLog(progress, logPath, limits.peer)
-	if err != nil {
-		return err
-	}
-	defer closeLog()
+// with limits) with the same bursts as runnerflow.
+func runScaleSetPeer(ctx context.Context, opts Options, limits arcScaleSetSettings, r peerRun) error {
 	peer := &PeerResult{
 		Name: "actions-runner-controller", Mode: modeScaleSets, Version: testworld.ARCScaleSetVersion,
 		Tuned: limits.tuned, Settings: limits.says,
 	}
 	if limits.tuned {
-		res.PeerScaleSetTuned = peer
+		r.res.PeerScaleSetTuned = peer
 	} else {
-		res.PeerScaleSet = peer
+		r.res.PeerScaleSet = peer
 	}
-	if err := testworld.ARCScaleSetTools(); err != nil {
-		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
-		say("ARC scale-set world FAILED: %v", err)
-		return ctx.Err()
-	}
-	w, err := startScaleSetWorld(ctx, opts, limits, log, say)
-	if err != nil {
-		res.Failures = append(res.Failures, "ARC scale-set world: "+err.Error())
-		say("ARC scale-set world FAILED: %v", err)
-		return ctx.Err()
-	}
-	defer w.stop()
-	say("ARC scale-set world up (kube-apiserver with audit log, garbage collector, ARC gha-runner-scale-set %s controller manager at %s, GitHub double, simulator running ARC's listener)", testworld.ARCScaleSetVersion, limits.says)
-	for _, n := range opts.Jobs {
-		b, err := w.burst(ctx, n)
+	return runPeerWorld(ctx, r, peer, func(log *slog.Logger, say func(string, ...any)) (peerSystem, error) {
+		w, err := startScaleSetWorld(ctx, opts, limits, log, say)
 		if err != nil {
-			phase := fmt.Sprintf("ARC scale-set burst of %d jobs", n)
-			res.Failures = append(res.Failures, phase+": "+err.Error())
-			say("%s FAILED: %v", phase, err)
-			log.Warn("ARC's log at the failure\n" + w.arc.LogTail())
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			continue
+			return nil, err
 		}
-		peer.Bursts = append(peer.Bursts, b)
-	}
-	return nil
+		return w, nil
+	})
 }
 
-// peerLog opens the run's log file for a peer's warnings (klog's too) and returns the logger,
-// the progress printer and what closes the file.
-func peerLog(progress io.Writer, logPath, peer string) (*slog.Logger, func(string, ...any), func(), error) {
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// The scale-set mode's resources, and the label ARC puts on its listener pods.
+var (
+	arcRunnerSets          = testworld.ARCScaleSetGroupVersion.WithResource("autoscalingrunnersets")
+	arcEphemeralRunnerSets = testworld.ARCScaleSetGroupVersion.WithResource("ephemeralrunnersets")
+	arcEphemeralRunners    = testworld.ARCScaleSetGroupVersion.WithResource("ephemeralrunners")
+)
+
+const (
+	notListenerPods = "app.kubernetes.io/component!=runner-scale-set-listener"
+	// arcScaleSetNameLabel names, on an EphemeralRunnerSet, the AutoscalingRunnerSet it serves.
+	arcScaleSetNameLabel = "actions.github.com/scale-set-name"
+	// arcRegistrationFinalizer is the finalizer with which ARC removes an EphemeralRunner's
+	// runner at the service before letting it go.
+	arcRegistrationFinalizer = "ephemeralrunner.actions.github.com/runner-registration-finalizer"
+)
+
+func (w *scaleSetWorld) logTails() string { return w.arc.LogTail() }
+
+// setUp creates, per pool, an AutoscalingRunnerSet in its organization, between the pool's
+// warm runners (minRunners) and n, and waits until each set's listener holds a message
+// session at the double: from then on a queued job reaches it.
+func (w *scaleSetWorld) setUp(ctx context.Context, b *peerBurst) error {
+	for i, pool := range b.pools {
+		if err := testworld.CreateARCScaleSet(ctx, w.client, w.dyn, testworld.ARCScaleSetSpec{
+			Namespace: scaleSetNamespace, Name: pool, ConfigURL: w.gh.URL() + burstOrg(pool), Token: w.token,
+			MinRunners: b.warm[i], MaxRunners: min(b.n, workflows.MaxPoolReplicas),
+		}); err != nil {
+			return err
+		}
+	}
+	return poll(ctx, "ARC's listeners to open their message sessions", func() (bool, error) {
+		listening := 0
+		for _, ss := range w.gh.ScaleSets() {
+			if slices.Contains(b.pools, ss.Name) && ss.SessionID != "" {
+				listening++
+			}
+		}
+		return listening == len(b.pools), nil
+	})
+}
+
+// queue queues the burst, each job for its pool's set (runs-on names the set).
+func (w *scaleSetWorld) queue(b *peerBurst) ([]int64, time.Time, error) {
+	var jobs []int64
+	for i := range b.n {
+		pool := b.pools[i%len(b.pools)]
+		j, err := w.gh.QueueJob(githubdouble.JobSpec{Repository: burstOrg(pool) + "/app", Labels: []string{pool}})
+		if err != nil {
+			return jobs, b.start, err
+		}
+		jobs = append(jobs, j.ID)
+	}
+	return jobs, b.start, nil
+}
+
+// atRest: both sets are back to their warm runners: their EphemeralRunnerSets ask for no
+// more, and no other EphemeralRunner or runner pod is left but those ARC is stuck deleting
+// (scaleSetRunners).
+func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) {
+	sets, err := w.dyn.Resource(arcEphemeralRunnerSets).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, nil, err
+		return false, err
 	}
-	quietKlog(logFile)
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})).With("peer", peer)
-	say := func(format string, args ...any) {
-		fmt.Fprintf(progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	for _, set := range sets.Items {
+		want := 0
+		if i := slices.Index(b.pools, set.GetLabels()[arcScaleSetNameLabel]); i >= 0 {
+			want = b.warm[i]
+		}
+		if replicas, _, _ := unstructured.NestedInt64(set.Object, "spec", "replicas"); replicas != int64(want) {
+			return false, nil
+		}
 	}
-	return log, say, func() {
-		klog.Flush()
-		_ = logFile.Close()
-	}, nil
+	live, stuck, err := w.scaleSetRunners(ctx)
+	if err != nil || stuck == nil || len(live) != b.warmWanted() {
+		return false, err
+	}
+	pods, err := w.client.CoreV1().Pods(scaleSetNamespace).List(ctx, metav1.ListOptions{LabelSelector: notListenerPods})
+	if err != nil {
+		return false, err
+	}
+	for _, pod := range pods.Items {
+		if !stuck[pod.Name] && !live[pod.Name] {
+			return false, nil
+		}
+	}
+	b.stuck = len(stuck)
+	return true, nil
+}
+
+// scaleSetRunners names the EphemeralRunners left: those not being deleted (live) and those
+// ARC is stuck deleting; stuck is nil while another is being deleted. ARC removes a runner at
+// the service when it finalizes its EphemeralRunner, after the runner finished or the set
+// removed it already, and takes any answer but success for a failure it retries for ever:
+// where the service answers such a second removal "not found" (the double's default; this
+// world's double answers it as done, githubdouble.Config.ScaleSetRemovalOfGoneRunners) the
+// runner never goes, nor its pod. Such a runner is being deleted, has not finished and still
+// holds ARC's registration finalizer; one being deleted otherwise is waited for.
+func (w *scaleSetWorld) scaleSetRunners(ctx context.Context) (live, stuck map[string]bool, err error) {
+	runners, err := w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	live, stuck = map[string]bool{}, map[string]bool{}
+	for _, r := range runners.Items {
+		phase, _, _ := unstructured.NestedString(r.Object, "status", "phase")
+		switch {
+		case r.GetDeletionTimestamp() == nil:
+			live[r.GetName()] = true
+		case phase == string(corev1.PodSucceeded) || !slices.Contains(r.GetFinalizers(), arcRegistrationFinalizer):
+			return live, nil, nil
+		default:
+			stuck[r.GetName()] = true
+		}
+	}
+	return live, stuck, nil
+}
+
+// tearDown drops the finalizers of the EphemeralRunners ARC is stuck deleting, as an operator
+// would (the benchmark's own write, not counted), deletes the burst's sets and their Secrets,
+// and waits until ARC has finished them (their finalizers end the listener and delete the
+// scale set at the double).
+func (w *scaleSetWorld) tearDown(b *peerBurst) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, stuck, err := w.scaleSetRunners(ctx)
+	if err != nil {
+		w.log.Warn("list EphemeralRunners", "error", err)
+	}
+	for name := range stuck {
+		_, err := w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).Patch(ctx, name,
+			types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil {
+			w.log.Warn("drop a stuck EphemeralRunner's finalizers", "name", name, "error", err)
+		}
+	}
+	sets := w.dyn.Resource(arcRunnerSets).Namespace(scaleSetNamespace)
+	for _, pool := range b.pools {
+		if err := sets.Delete(ctx, pool, metav1.DeleteOptions{}); err != nil {
+			w.log.Warn("delete AutoscalingRunnerSet", "name", pool, "error", err)
+		}
+		if err := w.client.CoreV1().Secrets(scaleSetNamespace).Delete(ctx, pool+"-github", metav1.DeleteOptions{}); err != nil {
+			w.log.Warn("delete the scale set's secret", "name", pool, "error", err)
+		}
+	}
+	err = poll(ctx, "ARC to finish the deleted scale sets", func() (bool, error) {
+		list, err := sets.List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+	if err != nil {
+		w.log.Warn("ARC's scale sets outlived the burst", "error", err)
+	}
+}
+
+// scaleSetWriter names ARC's parts among the audit log's users: the controller manager, the
+// listeners (each acts as its ServiceAccount) and the garbage collector.
+func scaleSetWriter(user string) (string, bool) {
+	switch {
+	case user == testworld.ARCControllerUser:
+		return "", true
+	case strings.HasPrefix(user, "system:serviceaccount:"+scaleSetNamespace+":"):
+		return "listener", true
+	case user == testworld.GarbageCollectorUser:
+		return garbageCollectorTag, true
+	}
+	return "", false
+}
+
+// starts: a scale set takes no webhook, so figure 1 starts when the job was queued at the
+// double (the same moment starts runnerflow's within the time the double takes to send it).
+func (w *scaleSetWorld) starts(*peerBurst) func(githubdouble.Job) (time.Time, error) {
+	return func(j githubdouble.Job) (time.Time, error) { return j.CreatedAt, nil }
+}
+
+// ownCosts adds the sets' calls to the Actions service.
+func (w *scaleSetWorld) ownCosts(b *peerBurst, res *PeerBurstResult) {
+	res.ActionsService = actionsServiceCost(w.gh, res.Runners, b.n)
+}
+
+// actionsServiceCost is the scale sets' calls to the double's Actions service since the last
+// reset, counted as figure 2 counts REST calls.
+func actionsServiceCost(gh *githubdouble.Server, runners, jobs int) *GitHubResult {
+	res := &GitHubResult{ByEndpoint: map[string]int{}}
+	for k, v := range gh.ActionsServiceCalls() {
+		res.ByEndpoint[fmt.Sprintf("%s %d", k.Route, k.Status)] += v
+		res.Calls += v
+		if strings.Contains(k.Route, "/acquirejobs") || strings.Contains(k.Route, "/acquirablejobs") {
+			res.Acquisitions += v
+		}
+	}
+	res.PerRunner = ratio(res.Calls, runners)
+	res.PerJob = ratio(res.Calls, jobs)
+	return res
 }

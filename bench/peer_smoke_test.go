@@ -103,6 +103,60 @@ func TestPeerARCScaleSetRunsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestPeersRunWarmEndToEnd runs `bench --peer arc,arc-scaleset --warm 4` with tiny settings
+// (4 jobs, bursts only): runnerflow's pools mint 2 warm registrations each, ARC's runner
+// deployments keep 2 runners each (replicas and minReplicas) and its scale sets 2 each
+// (minRunners). It checks that each peer had its warm runners ready when the jobs were
+// queued, that its jobs ran on pods it created, some on those warm runners, and that figure
+// 1 was measured for every job; it never judges speed. It skips where ARC 0.14.2's tools are
+// not built, as TestPeerARCScaleSetRunsEndToEnd does.
+func TestPeersRunWarmEndToEnd(t *testing.T) {
+	if err := testworld.ARCScaleSetTools(); err != nil {
+		t.Skip(err)
+	}
+	opts := Options{
+		Jobs: []int{4}, Warm: 4, Idle: []int{1}, Rate: 1, LoadDuration: time.Second, Skip: []string{"throughput", "memory"},
+		JobDuration: time.Second, PhaseTimeout: 5 * time.Minute, GitHubBudget: 1_000_000, GitHubPointsPerMinute: 900,
+		LogPath: filepath.Join(t.TempDir(), "bench.log"), Peer: peerARC + "," + peerARCScaleSet, PeerSyncPeriod: 10 * time.Second,
+	}
+	if err := opts.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := run(ctx, opts, &progress)
+	t.Log("\n" + progress.String())
+	if err != nil || len(res.Failures) > 0 {
+		t.Fatalf("run: %v; failed phases: %q", err, res.Failures)
+	}
+	if len(res.Bursts) != 1 || res.Bursts[0].Warm != 4 || res.Bursts[0].Latency.ToStarted.N != 4 {
+		t.Fatalf("runnerflow's bursts %+v: want one, its 4 jobs started with 4 warm registrations minted", res.Bursts)
+	}
+	for _, p := range []*PeerResult{res.Peer, res.PeerScaleSet} {
+		if p == nil || len(p.Bursts) != 1 {
+			t.Fatalf("want one burst of each peer: %+v", p)
+		}
+		b := p.Bursts[0]
+		if b.Warm != 4 || b.JobsOnPeerPods != b.Jobs || b.JobsOnWarmRunners == 0 || b.JobsOnWarmRunners > b.Jobs {
+			t.Errorf("%s: %d warm runners ready, %d of %d jobs on its pods, %d on warm runners; want 4 ready, every job on its pods, some on warm runners",
+				peerShort(p), b.Warm, b.JobsOnPeerPods, b.Jobs, b.JobsOnWarmRunners)
+		}
+		checkPeerLatency(t, b)
+		if k := b.Kubernetes; k.Writes != sum(k.ByKind) || k.PerJob != ratio(k.Writes, b.Jobs) {
+			t.Errorf("%s's writes %d (%v): want consistent counts", peerShort(p), k.Writes, k.ByKind)
+		}
+	}
+	var table bytes.Buffer
+	printTable(&table, res)
+	t.Log("\n" + table.String())
+	for _, want := range []string{"ARC summerwind: 0 of 12 webhook deliveries refused", "ARC scale sets: no webhooks", "4 warm runners ready when the jobs were queued"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("comparison lacks %q", want)
+		}
+	}
+}
+
 // checkARCScaleSetBurst checks a scale-set burst's figures: every job on a pod ARC's controller
 // created for an EphemeralRunner, each latency measured for every job in causal order, runners
 // registered with JIT configurations, and the writes of ARC's controller, its listeners and
@@ -130,7 +184,7 @@ func checkARCScaleSetBurst(t *testing.T, b PeerBurstResult) {
 }
 
 // checkPeerLatency checks that figure 1 was measured for every job of a peer's burst, in
-// causal order.
+// causal order (all started may round to 0 s when warm runners took every job).
 func checkPeerLatency(t *testing.T, b PeerBurstResult) {
 	t.Helper()
 	l := b.Latency
@@ -140,7 +194,7 @@ func checkPeerLatency(t *testing.T, b PeerBurstResult) {
 		}
 	}
 	ordered := func(v ...float64) bool { return slices.IsSorted(v) }
-	if !ordered(l.ToPodCreate.P50ms, l.ToOnline.P50ms, l.ToStarted.P50ms) || !ordered(l.ToPodCreate.MaxMs, l.ToOnline.MaxMs, l.ToStarted.MaxMs) || l.AllStartedSeconds <= 0 {
+	if !ordered(l.ToPodCreate.P50ms, l.ToOnline.P50ms, l.ToStarted.P50ms) || !ordered(l.ToPodCreate.MaxMs, l.ToOnline.MaxMs, l.ToStarted.MaxMs) || l.AllStartedSeconds < 0 {
 		t.Errorf("ARC latencies out of causal order: %+v", l)
 	}
 }

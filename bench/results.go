@@ -253,7 +253,13 @@ type PeerBurstResult struct {
 	// completed), WebhooksRefused those it did not answer with 2xx.
 	WebhooksSent    int `json:"webhooksSent"`
 	WebhooksRefused int `json:"webhooksRefused"`
-	// Seconds is the whole phase: first webhook to the peer scaled back to zero.
+	// Warm is how many of the peer's runners were ready (registered, idle, their pods
+	// running) when the jobs were queued: with --warm, the pools' share of it; 0 when cold.
+	// JobsOnWarmRunners counts the jobs that ran on one of them (a runner whose pod was
+	// created before the jobs were queued).
+	Warm              int `json:"warm,omitempty"`
+	JobsOnWarmRunners int `json:"jobsOnWarmRunners,omitempty"`
+	// Seconds is the whole phase: first webhook to the peer scaled back to its warm runners.
 	Seconds float64      `json:"seconds"`
 	Latency PeerLatency  `json:"latency"`
 	GitHub  GitHubResult `json:"github"`
@@ -272,7 +278,8 @@ type PeerBurstResult struct {
 }
 
 // PeerLatency is figure 1 for the peer: per job, from the peer receiving its queued webhook,
-// or for ARC's scale sets, which take no webhooks, from the job's queuing at the double.
+// or for ARC's scale sets, which take no webhooks, from the job's queuing at the double. A
+// warm runner's steps taken before that instant count 0.
 type PeerLatency struct {
 	ToPodCreate       Percentiles `json:"toPodCreate"`
 	ToOnline          Percentiles `json:"toRunnerOnline"`
