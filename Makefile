@@ -31,10 +31,11 @@ BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./bench --out bench-results.json $(BENCH_FLAGS)
 
-## bench-arc: the bursts of runnerflow and of actions-runner-controller (v0.27.6's summerwind mode, gha-runner-scale-set
-## 0.14.2's scale sets at the chart's defaults and tuned), one after the other, side by side (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md).
+## bench-arc: the bursts of runnerflow (webhook and scale-set pools) and of actions-runner-controller (v0.27.6's summerwind
+## mode, gha-runner-scale-set 0.14.2's scale sets at the chart's defaults and tuned), one after the other, side by side
+## (figures 1, 2 and 4 with the ratio runnerflow / each; see docs/benchmarks.md). BENCH_FLAGS='--warm 500' for warm bursts.
 bench-arc: tools
-	$(GO) run ./bench --peer arc,arc-scaleset,arc-scaleset-tuned --skip memory,throughput --out bench-results.json $(BENCH_FLAGS)
+	$(GO) run ./bench --peer arc,arc-scaleset,arc-scaleset-tuned --scaleset --skip memory,throughput,fleet,pull-fleet --out bench-results.json $(BENCH_FLAGS)
 
 ## record-histories: on release, record this release's workflow histories into workflows/testdata (the
 ## integration tests that write them run with RUNNERFLOW_RECORD_HISTORY, one package at a time),
