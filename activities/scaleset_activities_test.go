@@ -2,6 +2,7 @@ package activities
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -207,6 +208,33 @@ func TestRemoveScaleSetRunnerRefusesABusyRunner(t *testing.T) {
 	}
 	if res, err := e.ssa.RemoveScaleSetRunner(e.ctx, rm); err != nil || res.Removed {
 		t.Errorf("after the job = %+v, %v; want removed already (ephemeral)", res, err)
+	}
+}
+
+// Whether the service answers the removal of a runner already gone with 404 or with 204 is not
+// public (githubdouble.Config.ScaleSetRemovalOfGoneRunners); either way the removal succeeds,
+// by id and by name, and nothing is retried.
+func TestRemoveScaleSetRunnerAlreadyGoneSucceedsWhateverTheAnswer(t *testing.T) {
+	for _, answers204 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("204 for a gone runner: %v", answers204), func(t *testing.T) {
+			e := newScaleSetEnv(t, githubdouble.Config{ScaleSetRemovalOfGoneRunners: answers204})
+			set := e.ensure("gone-set", "gone")
+			out, err := e.ssa.CreateScaleSetRunner(e.ctx, e.runnerInput(set.ScaleSetID, "ss-gone-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := workflows.RemoveScaleSetRunnerInput{Scope: acme, RunnerID: out.RunnerID}
+			if res, err := e.ssa.RemoveScaleSetRunner(e.ctx, byID); err != nil || !res.Removed {
+				t.Fatalf("first removal = %+v, %v; want removed", res, err)
+			}
+			if _, err := e.ssa.RemoveScaleSetRunner(e.ctx, byID); err != nil {
+				t.Errorf("removal by id of a runner already gone: %v, want success", err)
+			}
+			byName := workflows.RemoveScaleSetRunnerInput{Scope: acme, Name: "ss-gone-1", ScaleSetID: set.ScaleSetID}
+			if _, err := e.ssa.RemoveScaleSetRunner(e.ctx, byName); err != nil {
+				t.Errorf("removal by name of a runner already gone: %v, want success", err)
+			}
+		})
 	}
 }
 
