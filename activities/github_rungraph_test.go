@@ -116,6 +116,11 @@ func TestReadRunGraphSaysWhyThereIsNoGraph(t *testing.T) {
 	if out.Graph != nil || out.NoGraph != workflows.RunGraphInvalid {
 		t.Errorf("unparseable file: %+v, want no graph, invalid", out)
 	}
+	big := e.push("", map[string]string{pipelinePath: pipelineFile + "# " + strings.Repeat("x", 1<<20) + "\n"})
+	out, _ = e.readRunGraph(workflows.ReadRunGraphInput{Repository: "acme/app", HeadSHA: big, Path: pipelinePath})
+	if out.Graph != nil || out.NoGraph != workflows.RunGraphTooLarge {
+		t.Errorf("file over 1 MB: %+v, want no graph, too large", out)
+	}
 	out, _ = e.readRunGraph(workflows.ReadRunGraphInput{Repository: "acme/app", HeadSHA: sha, Path: ".github/workflows/gone.yml"})
 	if out.Graph != nil || out.NoGraph != workflows.RunGraphNotFound {
 		t.Errorf("missing file: %+v, want no graph, not found", out)
