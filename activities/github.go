@@ -45,6 +45,10 @@ type GitHub interface {
 	RunnerURL(scope workflows.Scope) string
 	// GetJob reads one workflow job of a repository ("owner/repo").
 	GetJob(ctx context.Context, repository string, id int64) (JobInfo, error)
+	// WorkflowRunPath reads a run's workflow file path; WorkflowFile reads a file at a ref
+	// (github_rungraph.go).
+	WorkflowRunPath(ctx context.Context, repo string, runID int64) (string, error)
+	WorkflowFile(ctx context.Context, repo, path, ref string) ([]byte, error)
 }
 
 // JITRequest describes the runner a JIT configuration is made for.

@@ -37,6 +37,7 @@ func (a *GitHubActivities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ListRunners, activity.RegisterOptions{Name: workflows.ActivityListRunners})
 	r.RegisterActivityWithOptions(a.PullJobs, activity.RegisterOptions{Name: workflows.ActivityPullJobs})
 	r.RegisterActivityWithOptions(a.ReadJobs, activity.RegisterOptions{Name: workflows.ActivityReadJobs})
+	r.RegisterActivityWithOptions(a.ReadRunGraph, activity.RegisterOptions{Name: workflows.ActivityReadRunGraph})
 }
 
 // GetRunner reads a runner's status, by id or (id unknown, registration-token mode) by name.

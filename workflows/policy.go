@@ -167,6 +167,13 @@ func fixedPace(interval time.Duration, nonRetryable []string) *temporal.RetryPol
 var GitHubActivityPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 2*time.Hour,
 	backoff(time.Second, time.Minute, retryNonRetryable))
 
+// RunGraphReadPolicy: reading a run's file is GitHub's usual short call, retried through
+// transient errors and rate limits like the others, but given up after ten minutes: the graph
+// only helps while the run's later jobs are still to come, and a caller without it decides as
+// it would have without prewarming. Missing or unparseable files are results, not errors.
+var RunGraphReadPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, 10*time.Minute,
+	backoff(time.Second, time.Minute, retryNonRetryable))
+
 // UnregisterBusyPolicy: removing a runner retries through RunnerBusy (422) until the job ends,
 // at a fixed pace, bounded by the longest job GitHub allows.
 var UnregisterBusyPolicy = activityOptions(GitHubTaskQueue, 30*time.Second, MaxJobDuration,

@@ -109,3 +109,45 @@ type JobPrediction struct {
 	// Why explains the prediction, for the pool's status and `starter why`.
 	Why string `json:"why"`
 }
+
+// ActivityReadRunGraph reads a run's workflow file at its commit and returns its job graph
+// (activities/github_rungraph.go).
+const ActivityReadRunGraph = "ReadRunGraph"
+
+// ReadRunGraphInput names the file of one run: its repository, the commit the run is at, and
+// the file's path, or, when the path is not known (a workflow_job event does not carry it),
+// the run whose path GitHub is asked for.
+type ReadRunGraphInput struct {
+	// Repository is "owner/repo".
+	Repository string `json:"repository"`
+	// HeadSHA is the run's commit; the file is read there, not at the branch's head.
+	HeadSHA string `json:"headSha"`
+	// Path is the workflow file's path, e.g. ".github/workflows/ci.yml"; empty means read the
+	// run (RunID) first to learn it.
+	Path string `json:"path,omitempty"`
+	// RunID is the run, needed only when Path is empty.
+	RunID int64 `json:"runId,omitempty"`
+}
+
+// Why a ReadRunGraphResult holds no graph: each is an answer, not a failure, so the caller
+// falls back to deciding without a prediction.
+const (
+	// RunGraphNotFound: GitHub has no such run, file or commit (404).
+	RunGraphNotFound = "not-found"
+	// RunGraphInvalid: the file is not a workflow the parser understands.
+	RunGraphInvalid = "invalid"
+	// RunGraphTooLarge: the file is over the 1 MB the contents API returns content for.
+	RunGraphTooLarge = "too-large"
+)
+
+// ReadRunGraphResult is the run's graph, or, Graph nil, why there is none. It holds no file
+// content.
+type ReadRunGraphResult struct {
+	Graph *RunGraph `json:"graph,omitempty"`
+	// NoGraph is one of the RunGraph* reasons when Graph is nil.
+	NoGraph string `json:"noGraph,omitempty"`
+	// Path is the file read, as given or as the run named it.
+	Path string `json:"path,omitempty"`
+	// Calls is how many GitHub calls the read made (1 with the path known, 2 without).
+	Calls int `json:"calls"`
+}

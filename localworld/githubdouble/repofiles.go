@@ -20,6 +20,9 @@ import (
 
 const docsContents = "https://docs.github.com/rest/repos/contents#get-repository-content"
 
+// contentsMaxSize is the largest file the contents endpoint gives the content of.
+const contentsMaxSize = 1 << 20
+
 // defaultBranch is every repository's default branch, as renderRepository says.
 const defaultBranch = "main"
 
@@ -132,9 +135,14 @@ func (s *Server) renderContentFile(repo *repository, ref, p string, content []by
 	self := fmt.Sprintf("%srepos/%s/contents/%s?ref=%s", s.baseURL, repo.fullName(), p, ref)
 	git := fmt.Sprintf("%srepos/%s/git/blobs/%s", s.baseURL, repo.fullName(), sha)
 	html := fmt.Sprintf("%s/%s/blob/%s/%s", webHost, repo.fullName(), ref, p)
+	encoding, encoded := "base64", base64Lines(content)
+	if len(content) > contentsMaxSize {
+		// GitHub gives a file over 1 MB without its content, with encoding "none".
+		encoding, encoded = "none", ""
+	}
 	return map[string]any{
-		"type": "file", "encoding": "base64", "size": len(content), "name": path.Base(p), "path": p,
-		"content": base64Lines(content), "sha": sha, "url": self, "git_url": git, "html_url": html,
+		"type": "file", "encoding": encoding, "size": len(content), "name": path.Base(p), "path": p,
+		"content": encoded, "sha": sha, "url": self, "git_url": git, "html_url": html,
 		"download_url": fmt.Sprintf("https://raw.githubusercontent.com/%s/%s/%s", repo.fullName(), ref, p),
 		"_links":       map[string]any{"self": self, "git": git, "html": html},
 	}
