@@ -271,6 +271,10 @@ func runRunnerLifecycle(t *testing.T, ns string, run func(name string, in, out a
 	run(workflows.ActivityListRunners, workflows.ListRunnersInput{Scope: scope, NamePrefix: "rbac-"}, nil)
 	run(workflows.ActivityPullJobs, workflows.PullJobsInput{Pool: "rbac", Labels: []string{"self-hosted"}, Repos: []string{scope.Repository}}, nil)
 	run(workflows.ActivityReadJobs, workflows.ReadJobsInput{Pool: "rbac", Jobs: []workflows.JobRef{{ID: 1, Repository: scope.Repository}}}, nil)
+	// A file the repository does not hold is an answer (no graph), not a failure; it touches no
+	// Kubernetes object either way.
+	run(workflows.ActivityReadRunGraph, workflows.ReadRunGraphInput{Repository: scope.Repository,
+		HeadSHA: "0123456789abcdef0123456789abcdef01234567", Path: ".github/workflows/ci.yml"}, nil)
 	run(workflows.ActivityRemoveRunner, workflows.RunnerRef{Scope: scope, RunnerID: first.RunnerID}, nil)
 	run(workflows.ActivityRegisterRunner, reg, &second)
 	if second.Adopted || second.RunnerID == first.RunnerID {
