@@ -176,7 +176,12 @@ const changeListingTellsInBatches = "listing-tells-in-batches"
 // with one activity per RunnerStartBatchSize runners, before it with a signal each. A runner
 // whose workflow no longer exists is forgotten either way. Asked only when a listing tells
 // some runner something, so a pool at rest carries no marker.
-func (p *poolRun) tellRunners(updates []RunnerStatusUpdate) {
+//
+// Since the change, a busy ephemeral runner that the listing no longer has (jobOver) is not
+// told: GitHub removes an ephemeral runner's registration when its job ends, which the runner
+// learns from its job's completed notice and its pod's exit; told "gone" first, it would ask
+// GitHub by its id to be sure (changeConfirmGone), one REST call a runner of every burst.
+func (p *poolRun) tellRunners(updates []RunnerStatusUpdate, jobOver map[string]bool) {
 	if len(updates) == 0 {
 		return
 	}
@@ -186,6 +191,7 @@ func (p *poolRun) tellRunners(updates []RunnerStatusUpdate) {
 		}
 		return
 	}
+	updates = slices.DeleteFunc(updates, func(u RunnerStatusUpdate) bool { return jobOver[u.Runner] })
 	for chunk := range slices.Chunk(updates, RunnerStartBatchSize) {
 		in := SignalRunnerStatusesInput{Pool: p.st.Spec.Name, Updates: chunk}
 		p.inflight++
@@ -217,6 +223,7 @@ func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
 	}
 	known := map[string]bool{}
 	var tell []RunnerStatusUpdate
+	var jobOver map[string]bool // runners whose gone registration is their job's end
 	for i := range p.st.Runners {
 		r := &p.st.Runners[i]
 		known[r.Name] = true
@@ -239,10 +246,16 @@ func (p *poolRun) applyListing(res ListRunnersResult, now time.Time) {
 			r.Listed = &status
 			if !p.lean || !status.toldBy(r.State) {
 				tell = append(tell, RunnerStatusUpdate{Runner: r.Name, Status: status})
+				if status.Gone && r.Busy && p.st.Spec.IsEphemeral() {
+					if jobOver == nil {
+						jobOver = map[string]bool{}
+					}
+					jobOver[r.Name] = true
+				}
 			}
 		}
 	}
-	p.tellRunners(tell)
+	p.tellRunners(tell, jobOver)
 	for _, f := range p.st.Finished {
 		known[f.Name] = true // GitHub may list a runner for a moment after it ended
 	}

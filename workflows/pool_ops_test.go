@@ -232,3 +232,35 @@ func TestPoolTellsRunnersTheirListing(t *testing.T) {
 		})
 	}
 }
+
+// A busy ephemeral runner that a listing no longer has is not told it is gone since
+// changeListingTellsInBatches: its registration went with its job, which it learns itself;
+// told, it would ask GitHub by its id. Before the change it was told.
+func TestPoolDoesNotTellABusyEphemeralRunnerItIsGone(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("before the change %v", before), func(t *testing.T) {
+			h := newPoolHarness(t, 0)
+			if before {
+				h.onSegment = func() {
+					h.env.OnGetVersion(changeListingTellsInBatches, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				}
+			}
+			spec := poolTestSpec()
+			spec.Ephemeral = ptr(true)
+			name := RunnerName("linux", Generation(""), 1)
+			h.at(time.Minute, func() { h.startJobsWithIDs(7) })
+			h.at(time.Minute+time.Second, func() { // GitHub removes it with its job; its workflow runs on
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				h.sim[name].state = RunnerRegistering // no longer listed, still running
+			})
+			h.run(spec, 2*time.Minute)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			toldGone := slices.Contains(h.told, RunnerStatusUpdate{Runner: name, Status: RunnerStatusSignal{Gone: true}})
+			if toldGone != before {
+				t.Errorf("busy ephemeral runner told it is gone: %v; want %v (told %v)", toldGone, before, h.told)
+			}
+		})
+	}
+}
