@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,35 +77,35 @@ func classifyUpdateError(pool string, err error) error {
 // no retry can change fails that runner alone, in the result; anything else (Temporal
 // unreachable, overloaded) fails the call, and the retry starts what is still missing.
 func (a *TemporalActivities) StartRunnerWorkflows(ctx context.Context, in workflows.StartRunnerWorkflowsInput) (workflows.StartRunnerWorkflowsOutput, error) {
-	var (
-		out       workflows.StartRunnerWorkflowsOutput
-		mu        sync.Mutex
-		transient error
-		wg        sync.WaitGroup
-	)
+	var out workflows.StartRunnerWorkflowsOutput
+	errs := eachConcurrently(in.Runners, func(r workflows.RunnerInput) error { return a.startRunner(ctx, r) })
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case refusedForGood(err):
+			out.Failed = append(out.Failed, workflows.RunnerStartFailure{Name: in.Runners[i].Name, Reason: err.Error()})
+		default:
+			return workflows.StartRunnerWorkflowsOutput{}, fmt.Errorf("start runner workflow %s: %w", in.Runners[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+// eachConcurrently calls do for every item, workflows.RunnerStartConcurrency at a time, and
+// returns each call's error at its item's index.
+func eachConcurrently[T any](items []T, do func(T) error) []error {
+	errs := make([]error, len(items))
 	slots := make(chan struct{}, workflows.RunnerStartConcurrency)
-	for _, r := range in.Runners {
+	var wg sync.WaitGroup
+	for i, item := range items {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			err := a.startRunner(ctx, r)
-			if err == nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if refusedForGood(err) {
-				out.Failed = append(out.Failed, workflows.RunnerStartFailure{Name: r.Name, Reason: err.Error()})
-			} else if transient == nil {
-				transient = fmt.Errorf("start runner workflow %s: %w", r.Name, err)
-			}
+			errs[i] = do(item)
 		})
 	}
 	wg.Wait()
-	if transient != nil {
-		return workflows.StartRunnerWorkflowsOutput{}, transient
-	}
-	return out, nil
+	return errs
 }
 
 func (a *TemporalActivities) startRunner(ctx context.Context, in workflows.RunnerInput) error {
@@ -134,35 +133,20 @@ func (a *TemporalActivities) startRunner(ctx context.Context, in workflows.Runne
 // other failure fails the call, and the retry tells the whole batch again (a status told twice
 // is the same status).
 func (a *TemporalActivities) SignalRunnerStatuses(ctx context.Context, in workflows.SignalRunnerStatusesInput) (workflows.SignalRunnerStatusesOutput, error) {
-	var (
-		out       workflows.SignalRunnerStatusesOutput
-		mu        sync.Mutex
-		transient error
-		wg        sync.WaitGroup
-	)
-	slots := make(chan struct{}, workflows.RunnerStartConcurrency)
-	for _, u := range in.Updates {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			err := a.Client.SignalWorkflow(ctx, workflows.RunnerWorkflowID(in.Pool, u.Runner), "", workflows.SignalRunnerStatus, u.Status)
-			if err == nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if _, gone := errors.AsType[*serviceerror.NotFound](err); gone {
-				out.Gone = append(out.Gone, u.Runner)
-			} else if transient == nil {
-				transient = fmt.Errorf("signal runner %s: %w", u.Runner, err)
-			}
-		})
+	var out workflows.SignalRunnerStatusesOutput
+	errs := eachConcurrently(in.Updates, func(u workflows.RunnerStatusUpdate) error {
+		return a.Client.SignalWorkflow(ctx, workflows.RunnerWorkflowID(in.Pool, u.Runner), "", workflows.SignalRunnerStatus, u.Status)
+	})
+	for i, err := range errs {
+		_, gone := errors.AsType[*serviceerror.NotFound](err)
+		switch {
+		case err == nil:
+		case gone:
+			out.Gone = append(out.Gone, in.Updates[i].Runner)
+		default:
+			return workflows.SignalRunnerStatusesOutput{}, fmt.Errorf("signal runner %s: %w", in.Updates[i].Runner, err)
+		}
 	}
-	wg.Wait()
-	if transient != nil {
-		return workflows.SignalRunnerStatusesOutput{}, transient
-	}
-	slices.Sort(out.Gone) // the pool forgets them in this order: the same on every attempt
 	return out, nil
 }
 
