@@ -317,9 +317,15 @@ func (b *burstPhase) temporalCost(ctx context.Context, runners int, decided map[
 		}
 	}
 	b.hotPath, b.refills = 0, 0
-	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, registrations(&b.hotPath)); err != nil {
+	countHotPath, podPath := registrations(&b.hotPath), newPodPathTracer()
+	visitRunner := func(ev *historypb.HistoryEvent) {
+		countHotPath(ev)
+		podPath.visit(ev)
+	}
+	if res.RunnerWorkflows, err = historyCost(ctx, b.e.c, b.runnerQuery(), b.start, visitRunner); err != nil {
 		return res, err
 	}
+	b.operator.PodPath = podPath.result()
 	countRefill := registrations(&b.refills)
 	// The pools' and windows' histories also show where their time went (DeciderTrace).
 	poolTrace, windowTrace := newDeciderTracer(b.released, b.allStarted), newDeciderTracer(b.released, b.allStarted)

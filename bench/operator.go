@@ -28,6 +28,8 @@ type OperatorResult struct {
 	PoolTasks     DeciderTrace `json:"poolTasks"`
 	WindowTasks   DeciderTrace `json:"windowTasks"`
 	ListenerTasks DeciderTrace `json:"listenerTasks"`
+	// PodPath traces the runners' way from their pod's creation to its start (PodPathTrace).
+	PodPath PodPathTrace `json:"podPath"`
 }
 
 // statusProbe asks every pool's status once a second until stopped, timing each answer.

@@ -62,8 +62,6 @@ type peerBurst struct {
 	// start is just before the first job was queued; from is where the peer's "all started"
 	// counts from (the first webhook released, or start where the peer takes no webhooks).
 	start, from, allStarted time.Time
-	// stuck counts the runners the peer was stuck deleting when the burst settled.
-	stuck int
 }
 
 // runPeerBurst measures figures 1, 2 and 4 for a peer exactly as env.burst does for runnerflow:
@@ -221,7 +219,7 @@ func (b *peerBurst) tearDown() {
 
 // measure reads the double's counters, the audit log and the simulator's online times.
 func (b *peerBurst) measure(end time.Time) (PeerBurstResult, error) {
-	res := PeerBurstResult{Jobs: b.n, Pools: len(b.pools), Warm: b.warmReady, Seconds: round1(end.Sub(b.from).Seconds()), RunnersStuckDeleting: b.stuck}
+	res := PeerBurstResult{Jobs: b.n, Pools: len(b.pools), Warm: b.warmReady, Seconds: round1(end.Sub(b.from).Seconds())}
 	writes, err := b.w.kube.AuditedWrites()
 	if err != nil {
 		return res, err

@@ -155,16 +155,12 @@ func (c comparison) breakdowns() {
 		if b.WebhooksSent > 0 {
 			webhooks = fmt.Sprintf("%d of %d webhook deliveries refused", b.WebhooksRefused, b.WebhooksSent)
 		}
-		stuck := ""
-		if b.RunnersStuckDeleting > 0 {
-			stuck = fmt.Sprintf("; %d runners it could not finish deleting (removed at the service twice, the second answered not found)", b.RunnersStuckDeleting)
-		}
 		warm := ""
 		if b.Warm > 0 {
 			warm = fmt.Sprintf("; %d warm runners ready when the jobs were queued, %d jobs ran on them", b.Warm, b.JobsOnWarmRunners)
 		}
-		fmt.Fprintf(c.w, "  %s: %s; %d of %d jobs ran on pods it created; %d runner lifecycles%s%s\n",
-			p.name, webhooks, b.JobsOnPeerPods, b.Jobs, b.Runners, warm, stuck)
+		fmt.Fprintf(c.w, "  %s: %s; %d of %d jobs ran on pods it created; %d runner lifecycles%s\n",
+			p.name, webhooks, b.JobsOnPeerPods, b.Jobs, b.Runners, warm)
 	}
 }
 

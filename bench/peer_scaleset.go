@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,11 +51,12 @@ var arcScaleSetDefaults = arcScaleSetSettings{
 // enough EphemeralRunner reconciles at once (20) that the client limit, not the workers, bounds
 // how fast runners start (a runner's creation is about five API calls and one JIT
 // configuration, so 100 QPS admits about 20 creations a second). The other controllers have
-// no concurrency flag, and the listener's own client keeps client-go's 5 QPS / burst 10,
-// which no flag or chart value changes.
+// no concurrency flag, and the listener's own client keeps client-go's 5 QPS with the
+// discovery client's burst of 300 (it writes through the clientset's RESTClient, the
+// discovery client's), which no flag or chart value changes.
 var arcScaleSetTuned = arcScaleSetSettings{tuned: true,
 	runnerReconciles: 20, kubeQPS: workflows.DefaultKubernetesQPS, kubeBurst: 2 * workflows.DefaultKubernetesQPS,
-	says: fmt.Sprintf("tuned: 20 EphemeralRunner reconciles at once, Kubernetes client %d QPS / burst %d (runnerflow's); the listener's client stays at 5 QPS / burst 10 (no flag)",
+	says: fmt.Sprintf("tuned: 20 EphemeralRunner reconciles at once, Kubernetes client %d QPS / burst %d (runnerflow's); the listener's client stays at 5 QPS / burst 300 (no flag)",
 		workflows.DefaultKubernetesQPS, 2*workflows.DefaultKubernetesQPS)}
 
 // scaleSetNamespace is where the scale-set world's manager, listeners and runners live.
@@ -157,9 +157,6 @@ const (
 	notListenerPods = "app.kubernetes.io/component!=runner-scale-set-listener"
 	// arcScaleSetNameLabel names, on an EphemeralRunnerSet, the AutoscalingRunnerSet it serves.
 	arcScaleSetNameLabel = "actions.github.com/scale-set-name"
-	// arcRegistrationFinalizer is the finalizer with which ARC removes an EphemeralRunner's
-	// runner at the service before letting it go.
-	arcRegistrationFinalizer = "ephemeralrunner.actions.github.com/runner-registration-finalizer"
 )
 
 func (w *scaleSetWorld) logTails() string { return w.arc.LogTail() }
@@ -202,8 +199,8 @@ func (w *scaleSetWorld) queue(b *peerBurst) ([]int64, time.Time, error) {
 }
 
 // atRest: both sets are back to their warm runners: their EphemeralRunnerSets ask for no
-// more, and no other EphemeralRunner or runner pod is left but those ARC is stuck deleting
-// (scaleSetRunners).
+// more, and no other EphemeralRunner or runner pod is left, none being deleted either
+// (scaleSetRunners): a finished runner's writes all count in its burst.
 func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) {
 	sets, err := w.dyn.Resource(arcEphemeralRunnerSets).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -218,8 +215,8 @@ func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) 
 			return false, nil
 		}
 	}
-	live, stuck, err := w.scaleSetRunners(ctx)
-	if err != nil || stuck == nil || len(live) != b.warmWanted() {
+	live, deleting, err := w.scaleSetRunners(ctx)
+	if err != nil || len(deleting) > 0 || len(live) != b.warmWanted() {
 		return false, err
 	}
 	pods, err := w.client.CoreV1().Pods(scaleSetNamespace).List(ctx, metav1.ListOptions{LabelSelector: notListenerPods})
@@ -227,54 +224,53 @@ func (w *scaleSetWorld) atRest(ctx context.Context, b *peerBurst) (bool, error) 
 		return false, err
 	}
 	for _, pod := range pods.Items {
-		if !stuck[pod.Name] && !live[pod.Name] {
+		if !live[pod.Name] {
 			return false, nil
 		}
 	}
-	b.stuck = len(stuck)
 	return true, nil
 }
 
 // scaleSetRunners names the EphemeralRunners left: those not being deleted (live) and those
-// ARC is stuck deleting; stuck is nil while another is being deleted. ARC removes a runner at
-// the service when it finalizes its EphemeralRunner, after the runner finished or the set
-// removed it already, and takes any answer but success for a failure it retries for ever:
-// where the service answers such a second removal "not found" (the double's default; this
-// world's double answers it as done, githubdouble.Config.ScaleSetRemovalOfGoneRunners) the
-// runner never goes, nor its pod. Such a runner is being deleted, has not finished and still
-// holds ARC's registration finalizer; one being deleted otherwise is waited for.
-func (w *scaleSetWorld) scaleSetRunners(ctx context.Context) (live, stuck map[string]bool, err error) {
+// being deleted. ARC finalizes a finished runner's EphemeralRunner (its removal at the service,
+// two finalizer patches, the pod's and the Secret's deletion) only when its controller's
+// workers and client bucket get to it, which at the chart's defaults lags the burst by a
+// minute or more. It never records a finished runner as Succeeded first, so a runner being
+// deleted is waited for, whatever its phase: this world's double answers the removal of a
+// runner the service already let go as done (githubdouble.Config.ScaleSetRemovalOfGoneRunners),
+// so ARC cannot get stuck on it, and a burst that never settles fails at its settling timeout.
+func (w *scaleSetWorld) scaleSetRunners(ctx context.Context) (live, deleting map[string]bool, err error) {
 	runners, err := w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
-	live, stuck = map[string]bool{}, map[string]bool{}
+	live, deleting = map[string]bool{}, map[string]bool{}
 	for _, r := range runners.Items {
-		phase, _, _ := unstructured.NestedString(r.Object, "status", "phase")
-		switch {
-		case r.GetDeletionTimestamp() == nil:
+		if r.GetDeletionTimestamp() == nil {
 			live[r.GetName()] = true
-		case phase == string(corev1.PodSucceeded) || !slices.Contains(r.GetFinalizers(), arcRegistrationFinalizer):
-			return live, nil, nil
-		default:
-			stuck[r.GetName()] = true
+		} else {
+			deleting[r.GetName()] = true
 		}
 	}
-	return live, stuck, nil
+	return live, deleting, nil
 }
 
-// tearDown drops the finalizers of the EphemeralRunners ARC is stuck deleting, as an operator
-// would (the benchmark's own write, not counted), deletes the burst's sets and their Secrets,
-// and waits until ARC has finished them (their finalizers end the listener and delete the
-// scale set at the double).
+// tearDown drops the finalizers of any EphemeralRunner ARC is still deleting (none once the
+// burst settled; a burst that did not leaves them), as an operator would (the benchmark's own
+// write, not counted), deletes the burst's sets, waits until ARC has finished them (their
+// finalizers remove their runners, end the listener and delete the scale set at the double),
+// and only then deletes their Secrets.
 func (w *scaleSetWorld) tearDown(b *peerBurst) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A warm burst's sets still have their idle runners, which ARC removes at the service
+	// before it lets a set go: that takes minutes at the chart's client limit, and needs the
+	// set's GitHub Secret until the set is gone.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, stuck, err := w.scaleSetRunners(ctx)
+	_, deleting, err := w.scaleSetRunners(ctx)
 	if err != nil {
 		w.log.Warn("list EphemeralRunners", "error", err)
 	}
-	for name := range stuck {
+	for name := range deleting {
 		_, err := w.dyn.Resource(arcEphemeralRunners).Namespace(scaleSetNamespace).Patch(ctx, name,
 			types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		if err != nil {
@@ -286,9 +282,6 @@ func (w *scaleSetWorld) tearDown(b *peerBurst) {
 		if err := sets.Delete(ctx, pool, metav1.DeleteOptions{}); err != nil {
 			w.log.Warn("delete AutoscalingRunnerSet", "name", pool, "error", err)
 		}
-		if err := w.client.CoreV1().Secrets(scaleSetNamespace).Delete(ctx, pool+"-github", metav1.DeleteOptions{}); err != nil {
-			w.log.Warn("delete the scale set's secret", "name", pool, "error", err)
-		}
 	}
 	err = poll(ctx, "ARC to finish the deleted scale sets", func() (bool, error) {
 		list, err := sets.List(ctx, metav1.ListOptions{})
@@ -296,6 +289,11 @@ func (w *scaleSetWorld) tearDown(b *peerBurst) {
 	})
 	if err != nil {
 		w.log.Warn("ARC's scale sets outlived the burst", "error", err)
+	}
+	for _, pool := range b.pools {
+		if err := w.client.CoreV1().Secrets(scaleSetNamespace).Delete(ctx, pool+"-github", metav1.DeleteOptions{}); err != nil {
+			w.log.Warn("delete the scale set's secret", "name", pool, "error", err)
+		}
 	}
 }
 

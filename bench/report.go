@@ -106,6 +106,20 @@ func printOperator(w io.Writer, o OperatorResult) {
 	printDeciderTrace(w, "pools", o.PoolTasks)
 	printDeciderTrace(w, "scale windows", o.WindowTasks)
 	printDeciderTrace(w, "scale-set listeners", o.ListenerTasks)
+	printPodPath(w, o.PodPath)
+}
+
+// printPodPath renders where the pod-first runners' time went from pod to start (PodPathTrace).
+func printPodPath(w io.Writer, p PodPathTrace) {
+	if p.Total.N == 0 {
+		return
+	}
+	row(w, "", "runners: pod created → pod running heard", pct(p.Total))
+	row(w, "", "  pod created → scheduled heard", pct(p.Scheduled))
+	row(w, "", "  scheduled heard → runner task started", pct(p.Woken))
+	row(w, "", "  credential activity queue wait", pct(p.CredentialQueued))
+	row(w, "", "  credential activity run", pct(p.CredentialRun))
+	row(w, "", "  credential written → running heard", pct(p.Running))
 }
 
 // printDeciderTrace renders where a kind of decider's time went (DeciderTrace).

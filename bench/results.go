@@ -268,10 +268,6 @@ type PeerBurstResult struct {
 	// charged to the REST budget, so apart from GitHub.
 	ActionsService *GitHubResult    `json:"actionsService,omitempty"`
 	Kubernetes     KubernetesResult `json:"kubernetes"`
-	// RunnersStuckDeleting counts, for ARC's scale sets, the EphemeralRunners ARC was still
-	// failing to delete when the burst settled (an idle runner it removed at the service
-	// twice; the second removal is answered "not found", which ARC v0.27.6 retries for ever).
-	RunnersStuckDeleting int `json:"runnersStuckDeleting,omitempty"`
 	// GarbageCollectorWrites are the garbage collector's deletes of the peer's objects,
 	// included in Kubernetes.Writes: the peer leaves its pods to it.
 	GarbageCollectorWrites int `json:"garbageCollectorWrites"`
