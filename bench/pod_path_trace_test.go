@@ -29,7 +29,9 @@ func TestPodPathTraceSplitsAPodFirstStart(t *testing.T) {
 		events = append(events, ev)
 		return id
 	}
-	begin := func() { events = append(events, &historypb.HistoryEvent{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, EventTime: timestamppb.New(t0)}) }
+	begin := func() {
+		events = append(events, &historypb.HistoryEvent{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, EventTime: timestamppb.New(t0)})
+	}
 	scheduleActivity := func(at time.Time, name string) int64 {
 		return add(at, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, func(ev *historypb.HistoryEvent) {
 			ev.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
