@@ -53,7 +53,8 @@ type PodWatcherConfig struct {
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
 	Logger    *slog.Logger
-	// Workers is how many signals are sent at once; zero means 4.
+	// Workers is how many signals are sent at once; zero means
+	// workflows.PodWatcherSignalsInFlight.
 	Workers int
 }
 
@@ -103,7 +104,7 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 		return nil, errors.New("pod watcher needs a Kubernetes client and a Temporal client")
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 4
+		cfg.Workers = workflows.PodWatcherSignalsInFlight
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -710,6 +710,19 @@ const (
 	PodWatcherLeaseRetryPeriod = 2 * time.Second
 )
 
+// PodWatcherSignalsInFlight is how many signals the pod watcher sends at once. A pod created
+// before its Secret costs its runner two signals that stand on its start's path (its binding,
+// which lets the runner write the credential, and its start) and one more at its end, so a
+// burst of 500 runners is 1 500 signals, each a round trip to a busy Temporal frontend (tens of
+// milliseconds under a burst). Four at a time (the watcher's first default) queued them: in a
+// warm 500 burst each pod's binding reached its runner 16 s (p50) after the pod's creation and
+// its start 13 s after its credential, where the simulated kubelet took under a second for
+// each (docs/benchmarks.md, "Where a warm start's pod time goes"). Signals to different
+// workflows are independent and the client multiplexes them on one connection, so the watcher
+// sends as many at once as a burst's binding wave needs; the server's own limits (namespace
+// RPS) stay the bound.
+const PodWatcherSignalsInFlight = 64
+
 // ---- Waits at rest that a test world shortens ----
 
 // These three are variables, not constants, for one reason: the integration tests must see each
