@@ -53,17 +53,23 @@ type PodWatcherConfig struct {
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
 	Logger    *slog.Logger
-	// Workers is how many signals are sent at once; zero means
+	// Workers is how many signals are sent at once besides the bindings; zero means
 	// workflows.PodWatcherSignalsInFlight.
 	Workers int
+	// BindingWorkers is how many bindings (a pod created before its Secret, now bound: its
+	// runner writes the credential next) are sent at once; zero means
+	// workflows.PodWatcherBindingSignalsInFlight.
+	BindingWorkers int
 }
 
 // PodWatcher signals runner workflows about their pods. Create it with NewPodWatcher.
 type PodWatcher struct {
 	cfg PodWatcherConfig
 	log *slog.Logger
-	// queue holds the signals to send; each Run makes its own.
-	queue workqueue.TypedRateLimitingInterface[podEvent]
+	// bindings holds the signals on a runner's way to its start (a pod created before its
+	// Secret, bound), queue every other; each Run makes its own. Bindings have their own
+	// workers, so a burst's ends and starts do not queue in front of them.
+	bindings, queue workqueue.TypedRateLimitingInterface[podEvent]
 }
 
 // podEvent is one signal to send. Equal events waiting in the queue are sent once.
@@ -106,6 +112,9 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = workflows.PodWatcherSignalsInFlight
 	}
+	if cfg.BindingWorkers <= 0 {
+		cfg.BindingWorkers = workflows.PodWatcherBindingSignalsInFlight
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -117,7 +126,7 @@ func NewPodWatcher(cfg PodWatcherConfig) (*PodWatcher, error) {
 // run starts from a full listing and a new queue, and an ended pod whose signal an earlier
 // run left unsent is found again by that listing.
 func (w *PodWatcher) Run(ctx context.Context) error {
-	w.queue = newSignalQueue(maxSignalRetryDelay)
+	w.queue, w.bindings = newSignalQueue(maxSignalRetryDelay), newSignalQueue(maxSignalRetryDelay)
 	selector := runnerpod.LabelManagedBy + "=" + runnerpod.ManagedByValue
 	factory := informers.NewSharedInformerFactoryWithOptions(w.cfg.Client, 0,
 		informers.WithNamespace(w.cfg.Namespace),
@@ -133,6 +142,7 @@ func (w *PodWatcher) Run(ctx context.Context) error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer w.queue.ShutDown()
+	defer w.bindings.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		if ctx.Err() != nil {
 			return nil
@@ -140,14 +150,17 @@ func (w *PodWatcher) Run(ctx context.Context) error {
 		return errors.New("pod watcher: the first pod listing did not complete")
 	}
 	var wg sync.WaitGroup
-	for range w.cfg.Workers {
-		wg.Go(func() {
-			for w.sendNext(ctx) {
-			}
-		})
+	for q, workers := range map[workqueue.TypedRateLimitingInterface[podEvent]]int{w.queue: w.cfg.Workers, w.bindings: w.cfg.BindingWorkers} {
+		for range workers {
+			wg.Go(func() {
+				for w.sendNext(ctx, q) {
+				}
+			})
+		}
 	}
 	<-ctx.Done()
 	w.queue.ShutDown()
+	w.bindings.ShutDown()
 	wg.Wait()
 	return nil
 }
@@ -217,7 +230,18 @@ func (w *PodWatcher) enqueue(pod *corev1.Pod, name string, sig workflows.PodStat
 	if id == "" {
 		return // labelled as ours but not made by a runner workflow: nobody to tell
 	}
-	w.queue.Add(podEvent{workflowID: id, name: name, signal: sig})
+	ev := podEvent{workflowID: id, name: name, signal: sig}
+	if ev.isBinding() {
+		w.bindings.Add(ev)
+		return
+	}
+	w.queue.Add(ev)
+}
+
+// isBinding reports a pod created before its Secret that was bound to a node and has not
+// started: its runner writes the credential on hearing it, and its container waits for that.
+func (ev podEvent) isBinding() bool {
+	return ev.name == workflows.SignalPodStart && ev.signal.Phase != workflows.PodRunning
 }
 
 // runEnded is true once the pod's run is over: it succeeded or failed, or its deletion began.
@@ -232,27 +256,27 @@ func podSignal(pod *corev1.Pod) workflows.PodStatusSignal {
 	}
 }
 
-// sendNext sends one queued signal; false once the queue is shut down.
-func (w *PodWatcher) sendNext(ctx context.Context) bool {
-	ev, shutdown := w.queue.Get()
+// sendNext sends one signal of q; false once q is shut down.
+func (w *PodWatcher) sendNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[podEvent]) bool {
+	ev, shutdown := q.Get()
 	if shutdown {
 		return false
 	}
-	defer w.queue.Done(ev)
+	defer q.Done(ev)
 	err := w.cfg.Temporal.SignalWorkflow(ctx, ev.workflowID, "", ev.name, ev.signal)
 	var notFound *serviceerror.NotFound
 	switch {
 	case err == nil, errors.As(err, &notFound):
 		// A closed workflow has nothing left to learn about its pod.
-		w.queue.Forget(ev)
+		q.Forget(ev)
 	case ctx.Err() != nil:
-		w.queue.Forget(ev)
-	case ev.name == workflows.SignalPodStart || w.queue.NumRequeues(ev) < maxSignalRetries:
+		q.Forget(ev)
+	case ev.name == workflows.SignalPodStart || q.NumRequeues(ev) < maxSignalRetries:
 		w.log.Warn("Cannot signal runner workflow; retrying", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
-		w.queue.AddRateLimited(ev)
+		q.AddRateLimited(ev)
 	default:
 		w.log.Error("Giving up signalling runner workflow; its pod check will notice", "workflowID", ev.workflowID, "pod", ev.signal.Pod, "error", err)
-		w.queue.Forget(ev)
+		q.Forget(ev)
 	}
 	return true
 }

@@ -199,7 +199,7 @@ func TestPodWatcherRetriesAStartSignalUntilTemporalAnswers(t *testing.T) {
 	// workflow's own checks find the pod's end), the start signal is not.
 	tries := maxSignalRetries + 1
 	for sig.failed(workflows.SignalPodStart) < tries || sig.failed(workflows.SignalPodStatus) < tries {
-		if !w.sendNext(t.Context()) {
+		if !w.sendNext(t.Context(), w.queue) {
 			t.Fatal("queue shut down")
 		}
 	}
@@ -210,7 +210,7 @@ func TestPodWatcherRetriesAStartSignalUntilTemporalAnswers(t *testing.T) {
 	sig.up = true
 	sig.mu.Unlock()
 	for len(sig.sent) == 0 {
-		w.sendNext(t.Context())
+		w.sendNext(t.Context(), w.queue)
 	}
 	if want := []string{workflows.SignalPodStart + " " + start.workflowID}; !slices.Equal(sig.sent, want) {
 		t.Errorf("sent %v once Temporal answered, want %v", sig.sent, want)
