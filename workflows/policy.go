@@ -972,3 +972,17 @@ var PrewarmPredictPolicy = PredictPolicy{
 	MinSamples: PrewarmMinSamples,
 	Kept:       PrewarmDurationsKept,
 }
+
+// ---- Prewarm: warming a pool ahead of predicted jobs (pool_prewarm.go, prewarm_plan.go) ----
+
+const (
+	// DefaultPrewarmGrace: runners warmed for a job wait this long past the time it was
+	// predicted to be queued, then go. The prediction takes the 25th percentile of a
+	// dependency's run times, so in most runs the job comes later than predicted, by the
+	// spread of its dependencies' run times: two minutes covers a ±10 % spread on jobs up to
+	// about twenty minutes, and bounds the idle time a missed prediction costs per runner.
+	DefaultPrewarmGrace = 2 * time.Minute
+	// MaxPrewarmGrace: a longer grace keeps idle runners for a prediction that has failed
+	// longer than most jobs take; past it the pool is better off starting cold.
+	MaxPrewarmGrace = 30 * time.Minute
+)

@@ -56,6 +56,10 @@ type PoolSpec struct {
 	Pull *PullSpec `json:"pull,omitempty"`
 	// ScaleSet makes the pool a runner scale set's (scaleset_types.go); nil: webhooks and pull.
 	ScaleSet *ScaleSetSpec `json:"scaleSet,omitempty"`
+	// Prewarm makes the pool start runners for a workflow run's downstream jobs before GitHub
+	// queues them, from the run's job graph and past run times (prewarm_types.go); nil or not
+	// enabled: off.
+	Prewarm *PrewarmSpec `json:"prewarm,omitempty"`
 }
 
 // ScheduledOverride replaces min and/or max between StartTime and EndTime, optionally

@@ -1,6 +1,10 @@
 package workflows
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Wire types of prewarming (issue 39): the job graph of a workflow run as the pool keeps it,
 // what the pool has seen of the run's jobs, the past run times it predicts from, and what
@@ -150,4 +154,26 @@ type ReadRunGraphResult struct {
 	Path string `json:"path,omitempty"`
 	// Calls is how many GitHub calls the read made (1 with the path known, 2 without).
 	Calls int `json:"calls"`
+}
+
+// PrewarmSpec is a pool's prewarm section: `prewarm: {enabled: true, grace: 2m}`. A section
+// rather than a bool so that later settings (a quantile of its own) join it without a new
+// field; enabled is explicit so a section can be kept, switched off, with its grace.
+type PrewarmSpec struct {
+	// Enabled turns prediction on for the pool. Off by default.
+	Enabled bool `json:"enabled"`
+	// Grace is how long past the time a job was predicted to be queued the runners warmed for
+	// it wait for it before the pool lets them go; nil: DefaultPrewarmGrace.
+	Grace *metav1.Duration `json:"grace,omitempty"`
+}
+
+// PrewarmOn reports whether the pool predicts its runs' downstream jobs.
+func (s PoolSpec) PrewarmOn() bool { return s.Prewarm != nil && s.Prewarm.Enabled }
+
+// PrewarmGraceOrDefault is the prewarm grace in force.
+func (s PoolSpec) PrewarmGraceOrDefault() time.Duration {
+	if s.Prewarm == nil {
+		return DefaultPrewarmGrace
+	}
+	return durationOr(s.Prewarm.Grace, DefaultPrewarmGrace)
 }
