@@ -985,4 +985,27 @@ const (
 	// MaxPrewarmGrace: a longer grace keeps idle runners for a prediction that has failed
 	// longer than most jobs take; past it the pool is better off starting cold.
 	MaxPrewarmGrace = 30 * time.Minute
+	// PrewarmStartLatency: how long before a job's predicted queue time its runners start.
+	// A warm start measured 21–22 s from webhook to runner online on this machine (pod create
+	// → runner online 14–15 s, docs/benchmarks.md); 30 s leaves room for a cold registration's
+	// GitHub call. Runners early by the difference idle for it; late ones make the job wait. A
+	// measured latency per pool would replace it; until then it is this declared default.
+	PrewarmStartLatency = 30 * time.Second
+	// PrewarmRunsKept bounds the runs a pool follows at once (carried across continue-as-new):
+	// with graphs of at most PrewarmGraphJobsMax jobs at about 150 bytes each, 30 runs stay
+	// under a quarter of a megabyte, far below a payload's limit. A new run beyond it pushes
+	// out the one heard from least recently, whose prediction is the stalest.
+	PrewarmRunsKept = 30
+	// PrewarmRunIdleForget: a run no event has been heard of for this long is forgotten
+	// (finished, or its last events lost); a run's jobs follow each other within minutes.
+	PrewarmRunIdleForget = time.Hour
+	// PrewarmWorkflowsKept bounds the workflows whose run times a pool keeps (PrewarmDurationsKept
+	// each, per job): the least recently run is forgotten first.
+	PrewarmWorkflowsKept = 20
+	// PrewarmJobsKept bounds the jobs of one workflow whose run times are kept: a file with
+	// more jobs predicts only from the first ones seen.
+	PrewarmJobsKept = 50
+	// PrewarmGraphJobsMax: a run whose file has more jobs than this is not predicted: its
+	// graph would crowd the pool's state (PrewarmRunsKept) for a prediction few pools need.
+	PrewarmGraphJobsMax = 50
 )

@@ -25,6 +25,12 @@ type RunGraphJob struct {
 	// ID is the job's key under jobs:, as written; ids are compared case-insensitively, as
 	// GitHub compares them.
 	ID string `json:"id"`
+	// Name is the job's name: as written, empty when it has none (GitHub then names it by
+	// its id). GitHub names a matrix instance "<name> (<values>)". NameUnknown marks a name
+	// with an expression, known only in the run: such a job's events cannot be told apart
+	// from its name (graphJobOf).
+	Name        string `json:"name,omitempty"`
+	NameUnknown bool   `json:"nameUnknown,omitempty"`
 	// Needs are the ids of the jobs it waits for.
 	Needs []string `json:"needs,omitempty"`
 	// Labels are its runs-on labels, meaningful only when LabelsKnown.
@@ -177,3 +183,88 @@ func (s PoolSpec) PrewarmGraceOrDefault() time.Duration {
 	}
 	return durationOr(s.Prewarm.Grace, DefaultPrewarmGrace)
 }
+
+// PrewarmState is a prewarming pool's memory, carried across continue-as-new: the runs it
+// follows and its workflows' recent run times. Nil in pools that do not prewarm. Slices, not
+// maps: workflow code must not depend on map order.
+type PrewarmState struct {
+	// Runs are the runs the pool has heard jobs of, in the order first heard, at most
+	// PrewarmRunsKept.
+	Runs []PrewarmRun `json:"runs,omitempty"`
+	// Durations are recent run times per workflow, in the order first recorded, at most
+	// PrewarmWorkflowsKept.
+	Durations []WorkflowDurations `json:"durations,omitempty"`
+	// Released counts runners warmed for predictions that failed which the pool has not let
+	// go yet: Decide drains them even within the scale-down delay (they were never a
+	// burst's).
+	Released int `json:"released,omitempty"`
+}
+
+// PrewarmRun is one workflow run the pool follows.
+type PrewarmRun struct {
+	// Repository ("owner/repo"), RunID, HeadSHA and Workflow (its name) identify the run
+	// and where its file is read.
+	Repository string `json:"repository"`
+	RunID      int64  `json:"runId"`
+	HeadSHA    string `json:"headSha"`
+	Workflow   string `json:"workflow,omitempty"`
+	// Graph is the run's file's jobs once read; NoGraph says why there is none (a RunGraph*
+	// reason, PrewarmTooManyJobs, or the read's failure). Neither set: not read yet.
+	Graph   *RunGraph `json:"graph,omitempty"`
+	NoGraph string    `json:"noGraph,omitempty"`
+	// Jobs are the run's jobs the pool heard of, one per GitHub job (a matrix instance each).
+	Jobs []PrewarmJobSeen `json:"jobs,omitempty"`
+	// Warmed are the jobs the pool warmed runners for, and what became of each.
+	Warmed []PrewarmWarmed `json:"warmed,omitempty"`
+	// Heard is when the pool last heard of the run.
+	Heard time.Time `json:"heard"`
+}
+
+// PrewarmJobSeen is one GitHub job of a followed run, as its events told it.
+type PrewarmJobSeen struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	// Queued, Started and Completed are the job's times as its events told them (Queued:
+	// when the intake took the queued event; zero when that event was not heard).
+	Queued     time.Time `json:"queued,omitzero"`
+	Started    time.Time `json:"started,omitzero"`
+	Completed  time.Time `json:"completed,omitzero"`
+	Conclusion string    `json:"conclusion,omitempty"`
+	// Recorded is set once its run time is in the workflow's durations.
+	Recorded bool `json:"recorded,omitempty"`
+}
+
+// Why the pool no longer warms runners for a job it warmed for (PrewarmWarmed.Over).
+const (
+	// WarmTaken: the job was queued; its runners are the job's now (its reservation's).
+	WarmTaken = "queued"
+	// WarmSkipped: a job it needs failed: it will be skipped, its runners go.
+	WarmSkipped = "skipped"
+	// WarmMissed: it was not queued within the grace past its predicted time: its runners go.
+	WarmMissed = "missed"
+)
+
+// PrewarmWarmed is one job the pool warmed runners for.
+type PrewarmWarmed struct {
+	// JobID is the file's job id.
+	JobID   string `json:"jobId"`
+	Runners int    `json:"runners"`
+	// ReadyBy is when the job was predicted to be queued as its runners started: the
+	// prediction is missed when the job is not queued by ReadyBy plus the grace, however the
+	// prediction moved since (a dependency running late is predicted due at every look).
+	ReadyBy time.Time `json:"readyBy"`
+	// Over is why the pool no longer warms for it (Warm*), empty while it does.
+	Over string `json:"over,omitempty"`
+}
+
+// WorkflowDurations are the recent run times of one workflow's jobs.
+type WorkflowDurations struct {
+	// Workflow is "owner/repo" and the workflow's name: "acme/app CI".
+	Workflow string         `json:"workflow"`
+	Jobs     []JobDurations `json:"jobs"`
+	// LastRun is when a run time was last recorded, which decides what is forgotten first.
+	LastRun time.Time `json:"lastRun"`
+}
+
+// PrewarmTooManyJobs is PrewarmRun.NoGraph for a file with more than PrewarmGraphJobsMax jobs.
+const PrewarmTooManyJobs = "too-many-jobs"

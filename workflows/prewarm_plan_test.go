@@ -1,0 +1,288 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	prewarmRepo     = "acme/app"
+	prewarmRunID    = 77
+	prewarmWorkflow = "acme/app CI"
+)
+
+// prewarmEvent is one job event of the test run, at the given time after runStart.
+func prewarmEvent(action string, jobID int64, name string, at time.Duration) WorkflowJobEvent {
+	ev := WorkflowJobEvent{
+		JobID: jobID, RunID: prewarmRunID, Action: action, Repository: prewarmRepo,
+		HeadSHA: "0123abcd", WorkflowName: "CI", JobName: name, At: afterStart(at),
+	}
+	return ev
+}
+
+// completedEvent is a job's completed event, as GitHub sends it: with its start and end.
+func completedEvent(jobID int64, name string, started, done time.Duration, conclusion string) WorkflowJobEvent {
+	ev := prewarmEvent(JobCompleted, jobID, name, done)
+	ev.StartedAt, ev.CompletedAt, ev.Conclusion = afterStart(started), afterStart(done), conclusion
+	return ev
+}
+
+// prewarmRunning is the pool's memory of the pipeline run with lint and test queued at
+// runStart and the graph read, with pipelineHistory's run times for the workflow.
+func prewarmRunning(t *testing.T) PrewarmState {
+	t.Helper()
+	st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{
+		prewarmEvent(JobQueued, 1, "lint", 0), prewarmEvent(JobQueued, 2, "test", 0),
+	}, runStart)
+	if toRead := RunsToRead(st); len(toRead) != 1 || toRead[0].RunID != prewarmRunID || toRead[0].HeadSHA != "0123abcd" {
+		t.Fatalf("runs to read %+v, want the run, once", toRead)
+	}
+	g := pipelineGraph()
+	g.Jobs[2].Name = "Build image" // GitHub shows the job by its name
+	st = PrewarmGraphRead(st, prewarmRepo, prewarmRunID, ReadRunGraphResult{Graph: &g}, "")
+	if len(RunsToRead(st)) != 0 {
+		t.Fatal("a run whose graph was read is to be read again")
+	}
+	st.Durations = []WorkflowDurations{{Workflow: prewarmWorkflow, Jobs: pipelineHistory()}}
+	return st
+}
+
+// lintAndTestTaken: the pool's runners took lint at runStart and test 10 s later.
+var lintAndTestTaken = []TakenJob{{JobID: 1, At: runStart}, {JobID: 2, At: afterStart(10 * time.Second)}}
+
+// planAt plans at the given time after runStart, with lint and test taken by the pool's
+// runners, and the jobs taken given.
+func planAt(st PrewarmState, at time.Duration, taken ...TakenJob) PrewarmPlan {
+	return PlanPrewarm(PrewarmPlanInput{
+		State: st, Now: afterStart(at), PoolLabels: []string{"linux", "large", "deploy"}, Taken: append(slices.Clone(lintAndTestTaken), taken...),
+		StartLatency: 30 * time.Second, Grace: 2 * time.Minute,
+	})
+}
+
+func warmedOver(st PrewarmState, jobID string) (PrewarmWarmed, bool) {
+	for _, run := range st.Runs {
+		for _, w := range run.Warmed {
+			if w.JobID == jobID {
+				return w, true
+			}
+		}
+	}
+	return PrewarmWarmed{}, false
+}
+
+// TestPlanPrewarmWarmsJustInTime follows the pipeline run: lint is predicted to end at 1:55
+// and test at 5:10 (their starts plus the 25th percentile of their run times), so build is
+// due at 5:10; its runner starts 30 s ahead (the start latency), the plan wakes for it, and
+// when GitHub queues build its runner is the job's (no longer counted as predicted). Then
+// deploy's four runners are due 3 min after build starts.
+func TestPlanPrewarmWarmsJustInTime(t *testing.T) {
+	m, s := time.Minute, time.Second
+	st := prewarmRunning(t)
+
+	early := planAt(st, 4*m)
+	if early.Want != 0 || !early.WakeAt.Equal(afterStart(4*m+40*s)) {
+		t.Fatalf("at 4:00: want %d, wake %v; want none, wake at 4:40 (build due 5:10 less 30 s)", early.Want, early.WakeAt)
+	}
+	if _, warmed := warmedOver(early.State, "build"); warmed {
+		t.Fatal("at 4:00 build is remembered as warmed before its time")
+	}
+
+	due := planAt(early.State, 4*m+40*s)
+	w, warmed := warmedOver(due.State, "build")
+	if due.Want != 1 || !warmed || !w.ReadyBy.Equal(afterStart(5*m+10*s)) || w.Over != "" {
+		t.Fatalf("at 4:40: want %d, build %+v (warmed %v); want one runner for build, due 5:10", due.Want, w, warmed)
+	}
+	// Its grace ends at 7:10; deploy is due 3 min after build is queued (8:10), warmed at 7:40.
+	if !due.WakeAt.Equal(afterStart(7*m+10*s)) || !strings.Contains(due.Why, "build of acme/app run 77") {
+		t.Errorf("at 4:40: wake %v, why %q; want 7:10 and build named", due.WakeAt, due.Why)
+	}
+
+	st = ObservePrewarm(due.State, []WorkflowJobEvent{
+		completedEvent(1, "lint", 0, 2*m, "success"),
+		completedEvent(2, "test", 10*s, 5*m+15*s, "success"),
+		prewarmEvent(JobQueued, 3, "Build image", 5*m+16*s),
+	}, afterStart(5*m+16*s))
+	queued := planAt(st, 5*m+20*s)
+	w, _ = warmedOver(queued.State, "build")
+	if queued.Want != 0 || queued.Released != 0 || w.Over != WarmTaken {
+		t.Fatalf("build queued: want %d, released %d, build %+v; want its runner the job's, nothing predicted or released", queued.Want, queued.Released, w)
+	}
+	// build queued, not started: it starts now (5:20), deploy is due at 8:20, warmed at 7:50.
+	if !queued.WakeAt.Equal(afterStart(7*m + 50*s)) {
+		t.Errorf("build queued: wake %v, want 7:50", queued.WakeAt)
+	}
+	// A runner of the pool took build at 5:20: deploy is due at 8:20, its runners from 7:50.
+	buildTaken := TakenJob{JobID: 3, At: afterStart(5*m + 20*s)}
+	if before := planAt(queued.State, 7*m+49*s, buildTaken); before.Want != 0 {
+		t.Errorf("at 7:49: want %d, want none yet", before.Want)
+	}
+	if deploy := planAt(queued.State, 7*m+50*s, buildTaken); deploy.Want != 4 {
+		t.Errorf("at 7:50: want %d, want deploy's four runners", deploy.Want)
+	}
+}
+
+// TestPlanPrewarmReleases: runners warmed for a job go when a job it needs fails (it will be
+// skipped) or when it is not queued by its due time plus the grace, and a job given up on is
+// never warmed again in the run.
+func TestPlanPrewarmReleases(t *testing.T) {
+	m, s := time.Minute, time.Second
+	for _, tc := range []struct {
+		name     string
+		events   []WorkflowJobEvent
+		at       time.Duration
+		want     int
+		released int
+		over     string
+	}{
+		{"still due: kept", nil, 7*m + 9*s, 1, 0, ""},
+		{"test failed: build will be skipped", []WorkflowJobEvent{completedEvent(2, "test", 10*s, 4*m+50*s, "failure")}, 4*m + 51*s, 0, 1, WarmSkipped},
+		{"lint cancelled: build will be skipped", []WorkflowJobEvent{completedEvent(1, "lint", 0, 3*m, "cancelled")}, 4*m + 51*s, 0, 1, WarmSkipped},
+		{"not queued by due time plus grace: missed", nil, 7*m + 10*s, 0, 1, WarmMissed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			due := planAt(prewarmRunning(t), 4*m+40*s)
+			st := due.State
+			if len(tc.events) > 0 {
+				st = ObservePrewarm(st, tc.events, afterStart(tc.at))
+			}
+			plan := planAt(st, tc.at)
+			w, _ := warmedOver(plan.State, "build")
+			if plan.Want != tc.want || plan.Released != tc.released || w.Over != tc.over {
+				t.Fatalf("want %d, released %d, build %+v; want %d, %d, over %q", plan.Want, plan.Released, w, tc.want, tc.released, tc.over)
+			}
+			if tc.over == "" {
+				return
+			}
+			// Predict, sliding, now says build is due at once; it is not warmed again.
+			later := planAt(plan.State, tc.at+time.Minute)
+			if later.Want != 0 || later.Released != 0 {
+				t.Errorf("a minute later: want %d, released %d; want the job given up on, nothing released twice", later.Want, later.Released)
+			}
+		})
+	}
+}
+
+// TestObservePrewarmRecordsRunTimes: a successful job's run time (GitHub's started_at to
+// completed_at) is recorded once, under the file's job id, for the run's workflow; a failed
+// job's is not, nor one whose name maps to no job; a job completed before the graph was read
+// is recorded when it is.
+func TestObservePrewarmRecordsRunTimes(t *testing.T) {
+	m := time.Minute
+	st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{
+		completedEvent(1, "lint", 0, 2*m, "success"),
+		completedEvent(2, "test", 0, 3*m, "failure"),
+		completedEvent(5, "deploy (eu, web)", 0, 4*m, "success"),
+		completedEvent(6, "lint / inner", 0, 5*m, "success"),
+	}, afterStart(5*m))
+	if len(st.Durations) != 0 {
+		t.Fatalf("run times %+v recorded before the graph names the jobs", st.Durations)
+	}
+	g := pipelineGraph()
+	st = PrewarmGraphRead(st, prewarmRepo, prewarmRunID, ReadRunGraphResult{Graph: &g}, "")
+	st = ObservePrewarm(st, []WorkflowJobEvent{completedEvent(1, "lint", 0, 2*m, "success")}, afterStart(6*m))
+	want := []JobDurations{{JobID: "lint", Durations: []time.Duration{2 * m}}, {JobID: "deploy", Durations: []time.Duration{4 * m}}}
+	if len(st.Durations) != 1 || st.Durations[0].Workflow != prewarmWorkflow || !equalDurations(st.Durations[0].Jobs, want) {
+		t.Errorf("run times %+v, want %s: %+v", st.Durations, prewarmWorkflow, want)
+	}
+}
+
+func equalDurations(a, b []JobDurations) bool {
+	return slices.EqualFunc(a, b, func(x, y JobDurations) bool { return x.JobID == y.JobID && slices.Equal(x.Durations, y.Durations) })
+}
+
+// TestPrewarmGraphRead: a run without a graph is never read again and predicts nothing.
+func TestPrewarmGraphRead(t *testing.T) {
+	big := RunGraph{Jobs: make([]RunGraphJob, PrewarmGraphJobsMax+1)}
+	for _, tc := range []struct {
+		name    string
+		res     ReadRunGraphResult
+		failure string
+		noGraph string
+	}{
+		{"file missing", ReadRunGraphResult{NoGraph: RunGraphNotFound}, "", RunGraphNotFound},
+		{"file invalid", ReadRunGraphResult{NoGraph: RunGraphInvalid}, "", RunGraphInvalid},
+		{"read failed", ReadRunGraphResult{}, "rate limited", "read failed: rate limited"},
+		{"too many jobs", ReadRunGraphResult{Graph: &big}, "", PrewarmTooManyJobs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{prewarmEvent(JobQueued, 1, "lint", 0)}, runStart)
+			st = PrewarmGraphRead(st, prewarmRepo, prewarmRunID, tc.res, tc.failure)
+			if st.Runs[0].Graph != nil || st.Runs[0].NoGraph != tc.noGraph || len(RunsToRead(st)) != 0 {
+				t.Errorf("run %+v, want no graph (%q) and nothing to read", st.Runs[0], tc.noGraph)
+			}
+			if plan := planAt(st, time.Minute); plan.Want != 0 || len(plan.State.Runs) != 1 {
+				t.Errorf("plan %+v: want nothing warmed, the run kept (not read again)", plan)
+			}
+		})
+	}
+}
+
+// TestObservePrewarmForgets: events without the run's facts (older intakes) follow no run;
+// a run not heard of for PrewarmRunIdleForget is forgotten, and beyond PrewarmRunsKept the
+// least recently heard; a run whose jobs all completed with nothing left to warm is
+// forgotten by the plan, its run times kept.
+func TestObservePrewarmForgets(t *testing.T) {
+	old := WorkflowJobEvent{JobID: 1, RunID: 9, Action: JobQueued, Repository: prewarmRepo}
+	if st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{old}, runStart); len(st.Runs) != 0 {
+		t.Errorf("an event without head sha followed: %+v", st.Runs)
+	}
+	st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{prewarmEvent(JobQueued, 1, "lint", 0)}, runStart)
+	if kept := ObservePrewarm(st, nil, runStart.Add(PrewarmRunIdleForget-time.Second)); len(kept.Runs) != 1 {
+		t.Error("a run heard of within the hour was forgotten")
+	}
+	if gone := ObservePrewarm(st, nil, runStart.Add(PrewarmRunIdleForget)); len(gone.Runs) != 0 {
+		t.Error("a run not heard of for an hour was kept")
+	}
+	var many PrewarmState
+	for i := range PrewarmRunsKept + 1 {
+		ev := prewarmEvent(JobQueued, int64(i+1), "lint", 0)
+		ev.RunID = int64(1000 + i)
+		many = ObservePrewarm(many, []WorkflowJobEvent{ev}, afterStart(time.Duration(i)*time.Second))
+	}
+	if len(many.Runs) != PrewarmRunsKept || many.Runs[0].RunID != 1001 {
+		t.Errorf("%d runs kept, first %d; want %d, the first heard forgotten", len(many.Runs), many.Runs[0].RunID, PrewarmRunsKept)
+	}
+
+	m := time.Minute
+	done := ObservePrewarm(prewarmRunning(t), []WorkflowJobEvent{
+		completedEvent(1, "lint", 0, 2*m, "success"),
+		completedEvent(2, "test", 0, 3*m, "failure"),
+	}, afterStart(3*m))
+	plan := planAt(done, 3*m)
+	if len(plan.State.Runs) != 0 || len(plan.State.Durations) != 1 {
+		t.Errorf("finished run: runs %+v, run times %d; want the run forgotten, its run times kept", plan.State.Runs, len(plan.State.Durations))
+	}
+}
+
+// TestGraphJobOf: GitHub's job names map to the file's ids, or to none when they cannot be
+// told apart.
+func TestGraphJobOf(t *testing.T) {
+	g := RunGraph{Jobs: []RunGraphJob{
+		{ID: "lint"},
+		{ID: "build", Name: "Build image"},
+		{ID: "deploy"},
+		{ID: "e2e", Name: "E2E ${{ matrix.os }}", NameUnknown: true},
+		{ID: "twin-a", Name: "Twin"},
+		{ID: "twin-b", Name: "Twin"},
+		{ID: "pkg"},
+		{ID: "pkg-all", Name: "pkg (all)"},
+	}}
+	for _, tc := range []struct{ name, want string }{
+		{"lint", "lint"},
+		{"Build image", "build"},
+		{"build", ""}, // named: GitHub shows the name, not the id
+		{"deploy (eu, web)", "deploy"},
+		{"E2E linux", ""},
+		{"Twin", ""},
+		{"lint / inner", ""},
+		{"pkg (all)", "pkg-all"}, // a name that is exactly a job's beats a matrix instance's
+		{"pkg (one)", "pkg"},
+	} {
+		got, ok := graphJobOf(g, tc.name)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("graphJobOf(%q) = %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}
