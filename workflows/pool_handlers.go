@@ -335,6 +335,7 @@ func (p *poolRun) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
+		Predicted: p.prewarm.want, PredictedWhy: p.prewarm.why,
 	}
 	p.demand.status(&out)
 	return out, nil

@@ -175,6 +175,9 @@ type PoolState struct {
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
 	// Pull is the pull's state while the spec has a pull section.
 	Pull *PullState `json:"pull,omitempty"`
+	// Prewarm is the prewarm memory (runs followed, run times) while the spec has prewarm on
+	// (pool_prewarm.go); nil otherwise.
+	Prewarm *PrewarmState `json:"prewarm,omitempty"`
 	// ScaleSet is the set's state while the spec has a scaleSet section (pool_scaleset.go).
 	ScaleSet *PoolScaleSetState `json:"scaleSet,omitempty"`
 }
@@ -306,11 +309,15 @@ type PoolStatus struct {
 	Mode         PoolMode `json:"mode"`
 	ModeReason   string   `json:"modeReason,omitempty"`
 	// Bounds are in force now: spec, then an active scheduled override, then the operator's scale.
-	Bounds         Bounds              `json:"bounds"`
-	OverrideActive bool                `json:"overrideActive,omitempty"`
-	Scale          ScaleRequest        `json:"scale"`
-	Desired        int                 `json:"desired"`
-	Reservations   int                 `json:"reservations"`
+	Bounds         Bounds       `json:"bounds"`
+	OverrideActive bool         `json:"overrideActive,omitempty"`
+	Scale          ScaleRequest `json:"scale"`
+	Desired        int          `json:"desired"`
+	Reservations   int          `json:"reservations"`
+	// Predicted is the runners a prewarming pool warms for jobs it predicts (before Decide
+	// caps them by the room the queued jobs leave); PredictedWhy names the jobs.
+	Predicted      int                 `json:"predicted,omitempty"`
+	PredictedWhy   string              `json:"predictedWhy,omitempty"`
 	Reserved       []Reservation       `json:"reserved,omitempty"`
 	RunnersByState map[RunnerState]int `json:"runnersByState"`
 	Outdated       int                 `json:"outdated"`
