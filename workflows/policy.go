@@ -985,17 +985,33 @@ const (
 	// MaxPrewarmGrace: a longer grace keeps idle runners for a prediction that has failed
 	// longer than most jobs take; past it the pool is better off starting cold.
 	MaxPrewarmGrace = 30 * time.Minute
-	// PrewarmStartLatency: how long before a job's predicted queue time its runners start.
-	// A warm start measured 21–22 s from webhook to runner online on this machine (pod create
-	// → runner online 14–15 s, docs/benchmarks.md); 30 s leaves room for a cold registration's
-	// GitHub call. Runners early by the difference idle for it; late ones make the job wait. A
-	// measured latency per pool would replace it; until then it is this declared default.
+	// PrewarmStartLatency: how long before a job's predicted queue time its runners start,
+	// until the pool has measured its own (PrewarmLatenciesMin starts). A warm start measured
+	// 21–22 s from webhook to runner online on this machine (pod create → runner online
+	// 14–15 s, docs/benchmarks.md); 30 s leaves room for a cold registration's GitHub call.
+	// Runners early by the difference idle for it; late ones make the job wait.
 	PrewarmStartLatency = 30 * time.Second
+	// PrewarmLatencyQuantile: the pool's measured start latency is this quantile of its last
+	// PrewarmLatenciesKept starts (the pool deciding to start a runner → the runner online). A
+	// high one: a runner ready a few seconds early idles for them, one late makes the job
+	// wait, which is what prewarming exists to avoid.
+	PrewarmLatencyQuantile = 0.75
+	// PrewarmLatenciesKept and PrewarmLatenciesMin: the starts measured and kept, and how many
+	// the measure needs before it replaces PrewarmStartLatency; a pool's starts vary with its
+	// image and nodes, so twenty follow a change within a burst.
+	PrewarmLatenciesKept = 20
+	PrewarmLatenciesMin  = 5
+	// PrewarmRunJobsKept bounds the jobs kept of one run (a matrix of hundreds of jobs): the
+	// rest are not followed, so the run's prediction sees fewer of them. With PrewarmRunsKept
+	// runs of at most PrewarmGraphJobsMax jobs' graphs, a pool's prewarm memory stays under
+	// about 400 KB at worst.
+	PrewarmRunJobsKept = 100
 	// PrewarmRunsKept bounds the runs a pool follows at once (carried across continue-as-new):
-	// with graphs of at most PrewarmGraphJobsMax jobs at about 150 bytes each, 30 runs stay
-	// under a quarter of a megabyte, far below a payload's limit. A new run beyond it pushes
-	// out the one heard from least recently, whose prediction is the stalest.
-	PrewarmRunsKept = 30
+	// with graphs of at most PrewarmGraphJobsMax jobs at about 150 bytes each and at most
+	// PrewarmRunJobsKept jobs seen, 20 runs stay under about 400 KB, below a payload's 2 MB.
+	// A new run beyond it pushes out the one heard from least recently, whose prediction is
+	// the stalest.
+	PrewarmRunsKept = 20
 	// PrewarmRunIdleForget: a run no event has been heard of for this long is forgotten
 	// (finished, or its last events lost); a run's jobs follow each other within minutes.
 	PrewarmRunIdleForget = time.Hour

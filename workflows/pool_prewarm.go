@@ -79,7 +79,7 @@ func (p *poolRun) tendPrewarm(now time.Time) {
 	}
 	plan := PlanPrewarm(PrewarmPlanInput{
 		State: st, Now: now, PoolLabels: p.st.Spec.Labels, Taken: p.takenJobs(),
-		StartLatency: PrewarmStartLatency, Grace: p.st.Spec.PrewarmGraceOrDefault(),
+		StartLatency: StartLatency(st.StartLatencies), Grace: p.st.Spec.PrewarmGraceOrDefault(),
 	})
 	plan.State.Released += plan.Released
 	p.st.Prewarm = &plan.State
@@ -145,4 +145,16 @@ func (p *poolRun) released() int {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// measureStart records how long a runner took from the pool's decision to online, for the
+// start latency prewarming plans with (StartLatency). State only, and only in a pool that
+// prewarms: it issues no command.
+func (p *poolRun) measureStart(r PoolRunner, to RunnerState, now time.Time) {
+	if p.st.Prewarm == nil || r.StartedAt.IsZero() || (to != RunnerIdle && to != RunnerBusy) ||
+		(r.State != RunnerPending && r.State != RunnerRegistering) {
+		return
+	}
+	st := RecordStartLatency(*p.st.Prewarm, now.Sub(r.StartedAt))
+	p.st.Prewarm = &st
 }

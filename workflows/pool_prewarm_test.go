@@ -239,3 +239,29 @@ func TestPrewarmGate(t *testing.T) {
 		})
 	}
 }
+
+// TestPrewarmMeasuresItsStartLatency: a prewarming pool starts runners its declared default
+// ahead until it has measured five of its own starts (the harness's runners are online 20 s
+// after the pool starts them); a pool that does not prewarm measures nothing.
+func TestPrewarmMeasuresItsStartLatency(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := newPoolHarness(t, 0)
+		spec := poolTestSpec()
+		spec.MinReplicas, spec.MaxReplicas = 0, ptr(10)
+		if on {
+			spec.Prewarm = &PrewarmSpec{Enabled: true}
+		}
+		want := func(d time.Duration) func(PoolStatus) bool {
+			return func(st PoolStatus) bool {
+				if !on {
+					return st.PrewarmLead == 0
+				}
+				return st.PrewarmLead >= d && st.PrewarmLead < d+time.Second
+			}
+		}
+		h.check(30*time.Second, "the declared default before any start", want(PrewarmStartLatency))
+		h.at(time.Minute, func() { h.update("burst", UpdateReservations, reserve(JobQueued, 1, 2, 3, 4, 5)) })
+		h.check(2*time.Minute, "the measured starts after five", want(20*time.Second))
+		h.run(spec, 3*time.Minute)
+	}
+}

@@ -316,8 +316,11 @@ type PoolStatus struct {
 	Reservations   int          `json:"reservations"`
 	// Predicted is the runners a prewarming pool warms for jobs it predicts (before Decide
 	// caps them by the room the queued jobs leave); PredictedWhy names the jobs.
-	Predicted      int                 `json:"predicted,omitempty"`
-	PredictedWhy   string              `json:"predictedWhy,omitempty"`
+	Predicted    int    `json:"predicted,omitempty"`
+	PredictedWhy string `json:"predictedWhy,omitempty"`
+	// PrewarmLead is how long before a predicted job is due its runners start: the pool's
+	// measured start latency (StartLatency); zero in a pool that does not prewarm.
+	PrewarmLead    time.Duration       `json:"prewarmLead,omitempty"`
 	Reserved       []Reservation       `json:"reserved,omitempty"`
 	RunnersByState map[RunnerState]int `json:"runnersByState"`
 	Outdated       int                 `json:"outdated"`

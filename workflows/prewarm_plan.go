@@ -259,6 +259,9 @@ func (r *PrewarmRun) hear(ev WorkflowJobEvent, now time.Time) {
 	r.Workflow = cmp.Or(r.Workflow, ev.WorkflowName)
 	i := slices.IndexFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == ev.JobID })
 	if i < 0 {
+		if len(r.Jobs) >= PrewarmRunJobsKept {
+			return
+		}
 		r.Jobs = append(r.Jobs, PrewarmJobSeen{ID: ev.JobID})
 		i = len(r.Jobs) - 1
 	}
@@ -389,4 +392,24 @@ func (st PrewarmState) clone() PrewarmState {
 		out.Durations[i].Jobs = slices.Clone(out.Durations[i].Jobs)
 	}
 	return out
+}
+
+// RecordStartLatency adds one measured start (the pool deciding to start a runner → the
+// runner online) to the state, keeping the newest PrewarmLatenciesKept. The state given is not
+// modified.
+func RecordStartLatency(st PrewarmState, took time.Duration) PrewarmState {
+	latencies := append(slices.Clone(st.StartLatencies), max(took, 0))
+	st.StartLatencies = latencies[max(len(latencies)-PrewarmLatenciesKept, 0):]
+	return st
+}
+
+// StartLatency is how long before a job is due its runners start: PrewarmLatencyQuantile of
+// the pool's measured starts, by nearest rank, once it has PrewarmLatenciesMin of them;
+// PrewarmStartLatency until then.
+func StartLatency(measured []time.Duration) time.Duration {
+	if len(measured) < PrewarmLatenciesMin {
+		return PrewarmStartLatency
+	}
+	took, _ := durationQuantile(measured, PredictPolicy{Quantile: PrewarmLatencyQuantile, Kept: PrewarmLatenciesKept})
+	return took
 }

@@ -286,3 +286,41 @@ func TestGraphJobOf(t *testing.T) {
 		}
 	}
 }
+
+// TestStartLatency: runners start the declared default ahead until the pool has measured
+// enough of its own starts, then its 75th percentile of the newest ones.
+func TestStartLatency(t *testing.T) {
+	s := time.Second
+	var st PrewarmState
+	for _, took := range []time.Duration{10 * s, 12 * s, 14 * s, 16 * s} {
+		st = RecordStartLatency(st, took)
+	}
+	if got := StartLatency(st.StartLatencies); got != PrewarmStartLatency {
+		t.Errorf("4 starts measured: %s, want the default %s", got, PrewarmStartLatency)
+	}
+	st = RecordStartLatency(st, 18*s)
+	if got := StartLatency(st.StartLatencies); got != 16*s {
+		t.Errorf("10..18 s measured: %s, want the 75th percentile, 16s", got)
+	}
+	for range PrewarmLatenciesKept {
+		st = RecordStartLatency(st, 40*s)
+	}
+	if len(st.StartLatencies) != PrewarmLatenciesKept || StartLatency(st.StartLatencies) != 40*s {
+		t.Errorf("kept %d starts, latency %s; want the newest %d, 40s", len(st.StartLatencies), StartLatency(st.StartLatencies), PrewarmLatenciesKept)
+	}
+	if got := RecordStartLatency(PrewarmState{}, -s).StartLatencies; got[0] != 0 {
+		t.Errorf("a negative start (clock skew) kept as %s, want 0", got[0])
+	}
+}
+
+// TestObservePrewarmBoundsARunsJobs: a run's jobs beyond PrewarmRunJobsKept are not kept.
+func TestObservePrewarmBoundsARunsJobs(t *testing.T) {
+	var events []WorkflowJobEvent
+	for i := range PrewarmRunJobsKept + 1 {
+		events = append(events, prewarmEvent(JobQueued, int64(i+1), "deploy (x)", 0))
+	}
+	st := ObservePrewarm(PrewarmState{}, events, runStart)
+	if n := len(st.Runs[0].Jobs); n != PrewarmRunJobsKept {
+		t.Errorf("%d jobs kept, want %d", n, PrewarmRunJobsKept)
+	}
+}

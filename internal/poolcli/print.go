@@ -61,7 +61,11 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 	}
 	fmt.Fprintf(w, "  reserved    %d queued job(s)\n", st.Reservations)
 	if st.Spec.PrewarmOn() || st.Predicted > 0 {
-		fmt.Fprintf(w, "  predicted   %d runner(s) warmed for jobs not queued yet%s\n", st.Predicted, predictedFor(st.PredictedWhy))
+		lead := ""
+		if st.PrewarmLead > 0 {
+			lead = fmt.Sprintf(", started %s ahead", st.PrewarmLead.Round(time.Second))
+		}
+		fmt.Fprintf(w, "  predicted   %d runner(s) warmed for jobs not queued yet%s%s\n", st.Predicted, lead, predictedFor(st.PredictedWhy))
 	}
 	if st.WarmWanted > 0 || len(st.Warm) > 0 {
 		fmt.Fprintf(w, "  warm        %d registration(s) minted ahead, %d ready, %d wanted\n", len(st.Warm), st.WarmReady, st.WarmWanted)
