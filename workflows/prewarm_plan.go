@@ -78,7 +78,10 @@ type PrewarmPlanInput struct {
 	PoolLabels []string
 	// Taken are the jobs the pool's runners run, and since when: a job's start when its own
 	// events did not tell it (an in_progress event on the pool's own runner goes to the
-	// runner, not through the scale window).
+	// runner, not through the scale window). A taken job the pool has heard no event of is
+	// most likely a predicted job whose warmed runner took it before its queued event came
+	// through the scale window: Decide counts it already (busy elsewhere), so it is taken
+	// off the predicted runners rather than counted twice.
 	Taken []TakenJob
 	// StartLatency is how long a runner takes to be ready; Grace how long warmed runners
 	// wait past the job's predicted queue time.
@@ -147,7 +150,25 @@ func PlanPrewarm(in PrewarmPlanInput) PrewarmPlan {
 	st.Runs = kept
 	plan.State = st
 	plan.Why = strings.Join(why, ", ")
+	if unheard := unheardJobs(in.State, in.Taken); unheard > 0 && plan.Want > 0 {
+		plan.Want = max(plan.Want-unheard, 0)
+		plan.Why += fmt.Sprintf("; less %d runner(s) running a job not heard of yet", unheard)
+	}
 	return plan
+}
+
+// unheardJobs counts the taken jobs no followed run holds (see PrewarmPlanInput.Taken).
+func unheardJobs(st PrewarmState, taken []TakenJob) int {
+	n := 0
+	for _, t := range taken {
+		heard := slices.ContainsFunc(st.Runs, func(r PrewarmRun) bool {
+			return slices.ContainsFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == t.JobID })
+		})
+		if !heard {
+			n++
+		}
+	}
+	return n
 }
 
 // runWarmth is what one run contributes to a plan.

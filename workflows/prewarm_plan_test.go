@@ -324,3 +324,19 @@ func TestObservePrewarmBoundsARunsJobs(t *testing.T) {
 		t.Errorf("%d jobs kept, want %d", n, PrewarmRunJobsKept)
 	}
 }
+
+// TestPlanPrewarmCountsATakenJobOnce: a runner of the pool that took a job the pool has heard
+// nothing of (the predicted build, its queued event still in the scale window) is counted by
+// Decide as busy elsewhere; the plan takes it off the predicted runners, so no second runner
+// starts for the same job.
+func TestPlanPrewarmCountsATakenJobOnce(t *testing.T) {
+	m, s := time.Minute, time.Second
+	st := prewarmRunning(t)
+	if plan := planAt(st, 4*m+40*s); plan.Want != 1 {
+		t.Fatalf("want %d, want build's runner", plan.Want)
+	}
+	plan := planAt(st, 4*m+40*s, TakenJob{JobID: 999, At: afterStart(4*m + 39*s)})
+	if plan.Want != 0 || !strings.Contains(plan.Why, "not heard of yet") {
+		t.Errorf("want %d (%s), want none: the unheard job is counted once, by its runner", plan.Want, plan.Why)
+	}
+}
