@@ -71,7 +71,8 @@ type Plan struct {
 	// Why explains desired and anything held back, for the decision log.
 	Why string
 	// Released is how many of DecideInput.Released are still to be let go after this plan:
-	// none once no runner is surplus (a queued job took them).
+	// those not drained now (while no runner is surplus, all of them: a job queued for a
+	// runner that is leaving holds one until its reservation ends).
 	Released int
 }
 
@@ -111,9 +112,9 @@ const (
 func Decide(in DecideInput) Plan {
 	v := classify(in)
 	desired, why := desiredCount(in, v.busy)
-	plan := Plan{Desired: desired, ScaleOut: desired > in.LastDesired, Why: why}
+	plan := Plan{Desired: desired, ScaleOut: desired > in.LastDesired, Why: why, Released: in.Released}
 	if in.Mode == PoolPaused {
-		plan.ScaleOut, plan.Released = false, in.Released
+		plan.ScaleOut = false
 		plan.Why += "; paused: no changes"
 		return plan
 	}

@@ -48,12 +48,12 @@ func TestDecidePredictedRunners(t *testing.T) {
 				d.LastDesired, d.Released = 3, 1
 			}),
 			desired: 0, drain: []string{"r3"}, wakeAt: decideNow.Add(9 * time.Minute)},
-		{name: "released runners a queued job took are not surplus: nothing goes, none left to release",
+		{name: "no runner surplus: nothing goes, the released are kept for when one is",
 			in: decWith(decIn(0, 5, idle(1), idle(2)), func(d *DecideInput) {
 				recent(d)
 				d.LastDesired, d.Reservations, d.Released = 2, 2, 2
 			}),
-			desired: 2},
+			desired: 2, released: 2},
 		{name: "a busy runner is never released",
 			in: decWith(decIn(0, 5, decRunner(1, RunnerBusy, decHashNew), idle(2)), func(d *DecideInput) {
 				recent(d)

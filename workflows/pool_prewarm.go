@@ -81,7 +81,13 @@ func (p *poolRun) tendPrewarm(now time.Time) {
 		State: st, Now: now, PoolLabels: p.st.Spec.Labels, Taken: p.takenJobs(),
 		StartLatency: StartLatency(st.StartLatencies), Grace: p.st.Spec.PrewarmGraceOrDefault(),
 	})
-	plan.State.Released += plan.Released
+	if plan.Released > 0 {
+		plan.State.Released += plan.Released
+		plan.State.ReleasedUntil = now.Add(p.st.Spec.PrewarmGraceOrDefault())
+	}
+	if !now.Before(plan.State.ReleasedUntil) {
+		plan.State.Released = 0
+	}
 	p.st.Prewarm = &plan.State
 	p.prewarm.want, p.prewarm.why, p.prewarm.wake = plan.Want, plan.Why, plan.WakeAt
 	if plan.Released > 0 {

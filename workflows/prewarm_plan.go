@@ -195,6 +195,10 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 		}
 		pr, predicted := byID[jobKey(h.JobID)]
 		switch {
+		case !predicted && run.endedUnstarted(h.JobID):
+			// GitHub skipped it (or cancelled it before it started): its event came
+			// before, or with, the failure Predict would have read it from.
+			h.Over, w.released = WarmSkipped, w.released+h.Runners
 		case !predicted:
 			h.Over = WarmTaken // Predict leaves out the jobs GitHub queued
 		case pr.Kind == PredictedSkipped:
@@ -219,6 +223,22 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 	}
 	w.finished = !pending && w.want == 0 && !slices.ContainsFunc(run.Jobs, func(j PrewarmJobSeen) bool { return j.Completed.IsZero() })
 	return w
+}
+
+// endedUnstarted reports whether the file's job was heard of only as completed without a
+// start: skipped (a need failed, its if: was false) or cancelled before a runner took it.
+func (r PrewarmRun) endedUnstarted(jobID string) bool {
+	found := false
+	for _, j := range r.Jobs {
+		if id, ok := graphJobOf(*r.Graph, j.Name); !ok || !strings.EqualFold(id, jobID) {
+			continue
+		}
+		if j.Completed.IsZero() || !j.Started.IsZero() {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // warm counts one job's warmed runners.

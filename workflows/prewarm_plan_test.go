@@ -140,6 +140,10 @@ func TestPlanPrewarmReleases(t *testing.T) {
 		{"test failed: build will be skipped", []WorkflowJobEvent{completedEvent(2, "test", 10*s, 4*m+50*s, "failure")}, 4*m + 51*s, 0, 1, WarmSkipped},
 		{"lint cancelled: build will be skipped", []WorkflowJobEvent{completedEvent(1, "lint", 0, 3*m, "cancelled")}, 4*m + 51*s, 0, 1, WarmSkipped},
 		{"not queued by due time plus grace: missed", nil, 7*m + 10*s, 0, 1, WarmMissed},
+		{"test failed and build's skip heard with it", []WorkflowJobEvent{
+			completedEvent(2, "test", 10*s, 4*m+50*s, "failure"),
+			prewarmEvent(JobCompleted, 3, "Build image", 4*m+50*s),
+		}, 4*m + 51*s, 0, 1, WarmSkipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			due := planAt(prewarmRunning(t), 4*m+40*s)

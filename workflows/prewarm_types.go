@@ -198,6 +198,9 @@ type PrewarmState struct {
 	// go yet: Decide drains them even within the scale-down delay (they were never a
 	// burst's).
 	Released int `json:"released,omitempty"`
+	// ReleasedUntil bounds Released: past it (the grace after the last release) the runners
+	// still there are let go by the scale-down like any other.
+	ReleasedUntil time.Time `json:"releasedUntil,omitzero"`
 	// StartLatencies are the pool's last starts (deciding to start a runner → the runner
 	// online), newest last, at most PrewarmLatenciesKept: StartLatency reads them.
 	StartLatencies []time.Duration `json:"startLatencies,omitempty"`
