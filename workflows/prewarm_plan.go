@@ -196,8 +196,8 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 		pr, predicted := byID[jobKey(h.JobID)]
 		switch {
 		case !predicted && run.endedUnstarted(h.JobID):
-			// GitHub skipped it (or cancelled it before it started): its event came
-			// before, or with, the failure Predict would have read it from.
+			// GitHub skipped or cancelled it: its event came before, or with, the failure
+			// Predict would have read it from.
 			h.Over, w.released = WarmSkipped, w.released+h.Runners
 		case !predicted:
 			h.Over = WarmTaken // Predict leaves out the jobs GitHub queued
@@ -225,15 +225,16 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 	return w
 }
 
-// endedUnstarted reports whether the file's job was heard of only as completed without a
-// start: skipped (a need failed, its if: was false) or cancelled before a runner took it.
+// endedUnstarted reports whether the file's job was heard of only as completed skipped (a
+// need failed, its if: was false) or cancelled. GitHub sets a skipped job's started_at to
+// its completed_at, so its conclusion, not its start, tells.
 func (r PrewarmRun) endedUnstarted(jobID string) bool {
 	found := false
 	for _, j := range r.Jobs {
 		if id, ok := graphJobOf(*r.Graph, j.Name); !ok || !strings.EqualFold(id, jobID) {
 			continue
 		}
-		if j.Completed.IsZero() || !j.Started.IsZero() {
+		if j.Completed.IsZero() || (j.Conclusion != "skipped" && j.Conclusion != "cancelled") {
 			return false
 		}
 		found = true

@@ -142,7 +142,7 @@ func TestPlanPrewarmReleases(t *testing.T) {
 		{"not queued by due time plus grace: missed", nil, 7*m + 10*s, 0, 1, WarmMissed},
 		{"test failed and build's skip heard with it", []WorkflowJobEvent{
 			completedEvent(2, "test", 10*s, 4*m+50*s, "failure"),
-			prewarmEvent(JobCompleted, 3, "Build image", 4*m+50*s),
+			completedEvent(3, "Build image", 4*m+50*s, 4*m+50*s, "skipped"), // started_at set, as GitHub sends it
 		}, 4*m + 51*s, 0, 1, WarmSkipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
