@@ -30,7 +30,8 @@ jobs:
 // A prewarming pool, taught the jobs' run times (20 s) by five earlier runs of the workflow,
 // has build's runner started before build is queued: build starts on it at once, where the
 // run's first jobs waited for theirs. Each job still has one runner, and each run's graph is
-// read once (two calls: the run for its file's path, then the file).
+// read once (two calls: the run for its file's path, then the file). A run whose test fails
+// lets the runner warmed for build go within the grace.
 func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	p := newPoolTest(t, "prewarm")
 	p.webhooks()
@@ -41,8 +42,8 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	if _, err := world.GitHub.PushFiles(githubdouble.PushSpec{Repository: repo, Files: map[string]string{prewarmPipelinePath: prewarmPipeline}}); err != nil {
 		t.Fatal(err)
 	}
-	start := func() int64 {
-		run, err := world.GitHub.StartRun(githubdouble.RunSpec{Repository: repo, Path: prewarmPipelinePath})
+	start := func(conclusions map[string]string) int64 {
+		run, err := world.GitHub.StartRun(githubdouble.RunSpec{Repository: repo, Path: prewarmPipelinePath, Conclusions: conclusions})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,12 +67,12 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	}
 	var earlier []int64
 	for range 5 {
-		earlier = append(earlier, start())
+		earlier = append(earlier, start(nil))
 	}
 	waitFor(t, 3*wait, "the five earlier runs completed", done(earlier...))
 	calls := len(world.GitHub.CallLog())
 
-	id := start()
+	id := start(nil)
 	waitFor(t, wait, "the run completed", done(id))
 	run, _ := world.GitHub.Run(id)
 	lint, build := run.ByJob["lint"][0], run.ByJob["build"][0]
@@ -98,6 +99,34 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	}
 	if graphCalls != 2 {
 		t.Errorf("%d reads of the run and its file, want 2: the run's graph read once", graphCalls)
+	}
+
+	// A run whose test fails: build will be skipped, so the runner warmed for it (when test
+	// ran long enough for its start to come) goes at once, though a scale-down delay of ten
+	// minutes holds any other idle runner.
+	spec.ScaleDownDelay.Duration = 10 * time.Minute
+	p.apply(spec)
+	before := st.Totals.Started
+	failing := start(map[string]string{"test": githubdouble.ConclusionFailure})
+	waitFor(t, wait, "the failing run completed, build skipped", done(failing))
+	deadline := time.Now().Add(time.Minute)
+	for st = p.status(); len(st.Runners) > 0 || st.Predicted > 0; st = p.status() {
+		if time.Now().After(deadline) {
+			for _, d := range st.Decisions {
+				t.Logf("decision at %s: desired %d, started %v, drained %v: %s", d.At.Format("15:04:05.000"), d.Desired, d.Started, d.Drained, d.Why)
+			}
+			run, _ := world.GitHub.Run(failing)
+			for _, j := range run.Jobs {
+				t.Logf("job %s %s/%s created %s started %s completed %s", j.Name, j.Status, j.Conclusion,
+					j.CreatedAt.Format("15:04:05.000"), j.StartedAt.Format("15:04:05.000"), j.CompletedAt.Format("15:04:05.000"))
+			}
+			t.Fatalf("runners %v, predicted %d (%s): want none left a minute after the run", runnerStates(st), st.Predicted, st.PredictedWhy)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("runners started for the failing run: %d (lint, test and, when warmed in time, build's)", st.Totals.Started-before)
+	if skipped, _ := world.GitHub.Run(failing); skipped.ByJob["build"][0].Conclusion != githubdouble.ConclusionSkipped {
+		t.Errorf("build of the failing run concluded %q, want skipped", skipped.ByJob["build"][0].Conclusion)
 	}
 }
 
