@@ -344,3 +344,83 @@ func TestPlanPrewarmCountsATakenJobOnce(t *testing.T) {
 		t.Errorf("want %d (%s), want none: the unheard job is counted once, by its runner", plan.Want, plan.Why)
 	}
 }
+
+// TestPlanPrewarmWarmsNothingForAJobItCannotTell: a job whose events cannot be mapped back to
+// it (a name with an expression; a name two jobs share) would never be seen queued, so a
+// runner warmed for it would be counted beside its reservation until the grace ran out. It
+// is predicted nothing, and neither is a job that needs it: no runner is warmed at the time
+// build would have been (4:40), nor once its events come, nor when deploy would have been.
+func TestPlanPrewarmWarmsNothingForAJobItCannotTell(t *testing.T) {
+	m, s := time.Minute, time.Second
+	for _, tc := range []struct {
+		name    string
+		edit    func(g *RunGraph)
+		events  []string // the names GitHub gives build's (and its twin's) events
+		untold  []string // the jobs predicted nothing for their names
+		because string
+	}{
+		{
+			name: "build's name has an expression",
+			edit: func(g *RunGraph) {
+				g.Jobs[2].Name, g.Jobs[2].NameUnknown = "Build ${{ inputs.target }}", true
+			},
+			events:  []string{"Build web"},
+			untold:  []string{"build"},
+			because: "known only in the run",
+		},
+		{
+			name: "build and package share a name",
+			edit: func(g *RunGraph) {
+				g.Jobs[2].Name = "Build"
+				g.Jobs = append(g.Jobs, RunGraphJob{ID: "package", Name: "Build", Needs: []string{"test"},
+					Labels: []string{"self-hosted", "linux"}, LabelsKnown: true, Instances: 1})
+			},
+			events:  []string{"Build", "Build"},
+			untold:  []string{"build", "package"},
+			because: "cannot be told apart",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{
+				prewarmEvent(JobQueued, 1, "lint", 0), prewarmEvent(JobQueued, 2, "test", 0),
+			}, runStart)
+			g := pipelineGraph()
+			tc.edit(&g)
+			st = PrewarmGraphRead(st, prewarmRepo, prewarmRunID, ReadRunGraphResult{Graph: &g}, "")
+			st.Durations = []WorkflowDurations{{Workflow: prewarmWorkflow, Jobs: append(pipelineHistory(),
+				JobDurations{JobID: "package", Durations: pipelineHistory()[2].Durations})}}
+
+			preds := Predict(PredictInput{Graph: *st.Runs[0].Graph, Observed: st.Runs[0].observed(lintAndTestTaken),
+				History: st.history(st.Runs[0]), PoolLabels: []string{"linux", "large", "deploy"}, Now: afterStart(4*m + 40*s)})
+			for _, id := range append(slices.Clone(tc.untold), "deploy") {
+				i := slices.IndexFunc(preds, func(p JobPrediction) bool { return p.JobID == id })
+				if i < 0 || preds[i].Kind != NotPredicted {
+					t.Fatalf("%s: predictions %s; want it not predicted", id, describe(preds))
+				}
+				if slices.Contains(tc.untold, id) && !strings.Contains(preds[i].Why, tc.because) {
+					t.Errorf("%s: why %q, want it to say %q", id, preds[i].Why, tc.because)
+				}
+			}
+
+			plan := planAt(st, 4*m+40*s)
+			if plan.Want != 0 || len(plan.State.Runs[0].Warmed) != 0 {
+				t.Fatalf("at 4:40: want %d, warmed %+v; want no runner warmed", plan.Want, plan.State.Runs[0].Warmed)
+			}
+			var events []WorkflowJobEvent
+			for i, name := range tc.events {
+				events = append(events, prewarmEvent(JobQueued, int64(3+i), name, 5*m+16*s))
+			}
+			st = ObservePrewarm(plan.State, append([]WorkflowJobEvent{
+				completedEvent(1, "lint", 0, 2*m, "success"),
+				completedEvent(2, "test", 10*s, 5*m+15*s, "success"),
+			}, events...), afterStart(5*m+16*s))
+			for _, at := range []time.Duration{5*m + 20*s, 7*m + 50*s, 9 * m} {
+				taken := TakenJob{JobID: 3, At: afterStart(5*m + 20*s)}
+				if plan = planAt(st, at, taken); plan.Want != 0 || len(plan.State.Runs[0].Warmed) != 0 {
+					t.Fatalf("at %s: want %d, warmed %+v; want no runner warmed (its queued job has its reservation's)", at, plan.Want, plan.State.Runs[0].Warmed)
+				}
+				st = plan.State
+			}
+		})
+	}
+}
