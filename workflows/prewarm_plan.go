@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A prewarming pool's bookkeeping, pure: what it remembers of the runs it hears of
@@ -26,7 +28,7 @@ func ObservePrewarm(st PrewarmState, events []WorkflowJobEvent, now time.Time) P
 		}
 		i := st.findRun(ev.Repository, ev.RunID)
 		if i < 0 {
-			st.Runs = append(st.Runs, PrewarmRun{Repository: ev.Repository, RunID: ev.RunID, HeadSHA: ev.HeadSHA, Workflow: ev.WorkflowName})
+			st.Runs = append(st.Runs, PrewarmRun{Repository: ev.Repository, RunID: ev.RunID, HeadSHA: ev.HeadSHA})
 			i = len(st.Runs) - 1
 		}
 		st.Runs[i].hear(ev, now)
@@ -37,7 +39,8 @@ func ObservePrewarm(st PrewarmState, events []WorkflowJobEvent, now time.Time) P
 
 // PrewarmGraphRead records the answer to a run's graph read: the graph, or why there is none
 // (failure, when the read failed, says how). The run's jobs that completed before it are
-// recorded then. A graph of more than PrewarmGraphJobsMax jobs is not kept.
+// recorded then. A graph of more than PrewarmGraphJobsMax jobs is not kept, and one kept
+// only as boundRunGraph leaves it, if at all: the state carries it across continue-as-new.
 func PrewarmGraphRead(st PrewarmState, repo string, runID int64, res ReadRunGraphResult, failure string) PrewarmState {
 	st = st.clone()
 	i := st.findRun(repo, runID)
@@ -47,16 +50,106 @@ func PrewarmGraphRead(st PrewarmState, repo string, runID int64, res ReadRunGrap
 	run := &st.Runs[i]
 	switch {
 	case failure != "":
-		run.NoGraph = "read failed: " + failure
+		run.NoGraph, _ = capText("read failed: "+failure, PrewarmSeenNameMax, "…")
 	case res.Graph == nil:
 		run.NoGraph = cmp.Or(res.NoGraph, RunGraphNotFound)
 	case len(res.Graph.Jobs) > PrewarmGraphJobsMax:
 		run.NoGraph = PrewarmTooManyJobs
 	default:
-		run.Graph = res.Graph
+		if g, ok := boundRunGraph(*res.Graph); ok {
+			run.Graph = &g
+		} else {
+			run.NoGraph = PrewarmGraphTooLarge
+		}
 	}
 	st.recordDurations()
 	return st
+}
+
+// boundRunGraph is the graph as the pool's state keeps it: what Predict reads, each string
+// within PrewarmGraphTextMax (as JSON writes it), or false when it cannot be kept
+// (PrewarmGraphTooLarge). A name over it is kept cut and marked NameUnknown (its events
+// cannot be told to be the job's), labels over it or over PrewarmGraphLabelsMax are dropped
+// (LabelsCut), an if: is kept cut; an id or a need over it, or the whole over
+// PrewarmGraphBytesMax, refuses the graph. The graph given is not modified.
+func boundRunGraph(g RunGraph) (RunGraph, bool) {
+	out := RunGraph{Jobs: make([]RunGraphJob, 0, len(g.Jobs))}
+	for _, j := range g.Jobs {
+		if !textFits(j.ID) || slices.ContainsFunc(j.Needs, func(n string) bool { return !textFits(n) }) {
+			return RunGraph{}, false
+		}
+		k := RunGraphJob{ID: j.ID, Needs: slices.Clone(j.Needs), LabelsKnown: j.LabelsKnown, LabelsCut: j.LabelsCut, Instances: j.Instances}
+		var whole bool
+		k.Name, whole = capText(j.Name, PrewarmGraphTextMax, "…")
+		k.NameUnknown = j.NameUnknown || !whole
+		k.If, _ = capText(j.If, PrewarmGraphTextMax, "…")
+		if k.LabelsKnown {
+			if len(j.Labels) > PrewarmGraphLabelsMax || slices.ContainsFunc(j.Labels, func(l string) bool { return !textFits(l) }) {
+				k.LabelsKnown, k.LabelsCut = false, true
+			} else {
+				k.Labels = slices.Clone(j.Labels)
+			}
+		}
+		out.Jobs = append(out.Jobs, k)
+	}
+	if b, err := json.Marshal(out); err != nil || len(b) > PrewarmGraphBytesMax {
+		return RunGraph{}, false
+	}
+	return out, true
+}
+
+// textFits reports whether s takes at most PrewarmGraphTextMax bytes as JSON.
+func textFits(s string) bool {
+	_, whole := capText(s, PrewarmGraphTextMax, "")
+	return whole
+}
+
+// capText is s when it takes at most limit bytes as JSON (encoding/json's escapes counted),
+// with true; else its longest prefix that, end after it, does, with false.
+func capText(s string, limit int, end string) (string, bool) {
+	total := 0
+	for _, r := range s {
+		total += jsonCost(r)
+	}
+	if total <= limit {
+		return s, true
+	}
+	budget := limit
+	for _, r := range end {
+		budget -= jsonCost(r)
+	}
+	used := 0
+	for i, r := range s {
+		if used+jsonCost(r) > budget {
+			return s[:i] + end, false
+		}
+		used += jsonCost(r)
+	}
+	return s + end, false // not reached: s is over limit
+}
+
+// jsonCost is at least the bytes encoding/json writes for the rune in a string: six for what
+// it escapes as \u00XX (and an invalid byte, written \ufffd).
+func jsonCost(r rune) int {
+	switch {
+	case r == '"' || r == '\\':
+		return 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 6
+	}
+	return utf8.RuneLen(r)
+}
+
+// seenName is a heard job's name as the state keeps it (PrewarmSeenNameMax): a name cut
+// keeps its closing parenthesis after the cut, so that graphJobOf maps it as it maps the
+// whole name (to a matrix instance's job, or to none).
+func seenName(name string) string {
+	end := "…"
+	if strings.HasSuffix(name, ")") {
+		end = "…)"
+	}
+	kept, _ := capText(name, PrewarmSeenNameMax, end)
+	return kept
 }
 
 // RunsToRead are the runs whose graph is neither read nor known to be missing.
@@ -298,7 +391,9 @@ func (r PrewarmRun) observed(taken []TakenJob) []ObservedJob {
 // hear applies one event to the run.
 func (r *PrewarmRun) hear(ev WorkflowJobEvent, now time.Time) {
 	r.Heard = now
-	r.Workflow = cmp.Or(r.Workflow, ev.WorkflowName)
+	if r.Workflow == "" {
+		r.Workflow, _ = capText(ev.WorkflowName, PrewarmSeenNameMax, "…")
+	}
 	i := slices.IndexFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == ev.JobID })
 	if i < 0 {
 		if len(r.Jobs) >= PrewarmRunJobsKept {
@@ -308,7 +403,9 @@ func (r *PrewarmRun) hear(ev WorkflowJobEvent, now time.Time) {
 		i = len(r.Jobs) - 1
 	}
 	j := &r.Jobs[i]
-	j.Name = cmp.Or(j.Name, ev.JobName)
+	if j.Name == "" {
+		j.Name = seenName(ev.JobName)
+	}
 	at := ev.At
 	if at.IsZero() {
 		at = now

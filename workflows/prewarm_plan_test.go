@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -422,5 +425,172 @@ func TestPlanPrewarmWarmsNothingForAJobItCannotTell(t *testing.T) {
 				st = plan.State
 			}
 		})
+	}
+}
+
+// TestPrewarmStateWorstCaseFits: a pool's prewarm memory with every bound at its worst —
+// PrewarmRunsKept runs, each with the largest graph boundRunGraph keeps, PrewarmRunJobsKept
+// jobs heard under names as long as a workflow file allows and costly to write in JSON,
+// every job warmed for, and the run times of PrewarmWorkflowsKept workflows — marshals
+// within PrewarmStateBytesMax, well below the 2 MB Temporal takes in a payload.
+func TestPrewarmStateWorstCaseFits(t *testing.T) {
+	long := func(c string, n int) string { return strings.Repeat(c, n) }
+	id := func(i int) string { return fmt.Sprintf("%02d", i) + long("x", PrewarmGraphTextMax-2) }
+	// The largest graph kept: jobs as long as kept, each needing every job before it, added
+	// while boundRunGraph keeps the graph.
+	var graph RunGraph
+	for i := range PrewarmGraphJobsMax {
+		j := RunGraphJob{ID: id(i), Name: long("<", 10_000), If: long("&", 10_000), LabelsKnown: true, Instances: 256}
+		for range PrewarmGraphLabelsMax {
+			j.Labels = append(j.Labels, long("l", PrewarmGraphTextMax))
+		}
+		for k := range i {
+			j.Needs = append(j.Needs, id(k))
+		}
+		bigger := RunGraph{Jobs: append(slices.Clone(graph.Jobs), j)}
+		if _, ok := boundRunGraph(bigger); !ok {
+			break
+		}
+		graph = bigger
+	}
+	if len(graph.Jobs) == 0 {
+		t.Fatal("no job at the caps is kept")
+	}
+	repo := long("o", 39) + "/" + long("r", 100)
+	var st PrewarmState
+	for r := range PrewarmRunsKept {
+		var events []WorkflowJobEvent
+		for j := range PrewarmRunJobsKept + 1 {
+			ev := prewarmEvent(JobCompleted, math.MaxInt64-int64(r*1000+j), long("<", 10_000)+")", time.Minute)
+			ev.RunID, ev.Repository, ev.HeadSHA = math.MaxInt64-int64(r), repo, long("f", 64)
+			ev.WorkflowName, ev.Conclusion = long("\"", 10_000), "action_required"
+			ev.StartedAt, ev.CompletedAt = afterStart(time.Second), afterStart(time.Minute)
+			events = append(events, prewarmEvent(JobQueued, ev.JobID, ev.JobName, 0), ev)
+			events[len(events)-2].RunID, events[len(events)-2].Repository, events[len(events)-2].HeadSHA = ev.RunID, repo, ev.HeadSHA
+		}
+		st = ObservePrewarm(st, events, afterStart(time.Minute))
+		st = PrewarmGraphRead(st, repo, math.MaxInt64-int64(r), ReadRunGraphResult{Graph: &graph}, "")
+		if st.Runs[r].Graph == nil {
+			t.Fatalf("run %d: graph refused (%s)", r, st.Runs[r].NoGraph)
+		}
+		for i := range PrewarmGraphJobsMax {
+			st.Runs[r].Warmed = append(st.Runs[r].Warmed, PrewarmWarmed{JobID: id(i), Runners: 256, ReadyBy: afterStart(time.Hour), Over: WarmMissed})
+		}
+	}
+	if len(st.Runs) != PrewarmRunsKept || len(st.Runs[0].Jobs) != PrewarmRunJobsKept {
+		t.Fatalf("%d runs of %d jobs, want %d of %d", len(st.Runs), len(st.Runs[0].Jobs), PrewarmRunsKept, PrewarmRunJobsKept)
+	}
+	for w := range PrewarmWorkflowsKept {
+		d := WorkflowDurations{Workflow: fmt.Sprintf("%d %s %s", w, repo, st.Runs[0].Workflow), LastRun: afterStart(time.Hour)}
+		for j := range PrewarmJobsKept {
+			durations := make([]time.Duration, PrewarmDurationsKept)
+			for k := range durations {
+				durations[k] = 5*24*time.Hour + time.Duration(k) // a job runs five days at most
+			}
+			d.Jobs = append(d.Jobs, JobDurations{JobID: id(j), Durations: durations})
+		}
+		st.Durations = append(st.Durations, d)
+	}
+	for range PrewarmLatenciesKept {
+		st = RecordStartLatency(st, time.Hour)
+	}
+	st.Released, st.ReleasedUntil = math.MaxInt, afterStart(time.Hour)
+
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("worst-case prewarm state: %d bytes (graph of %d jobs, %d bytes)", len(b), len(graph.Jobs), len(mustJSON(t, *st.Runs[0].Graph)))
+	if len(b) > PrewarmStateBytesMax {
+		t.Errorf("worst-case prewarm state takes %d bytes, over PrewarmStateBytesMax (%d)", len(b), PrewarmStateBytesMax)
+	}
+	if PrewarmStateBytesMax > 1<<20 {
+		t.Errorf("PrewarmStateBytesMax %d leaves too little of a 2 MB payload to the rest of the pool's state", PrewarmStateBytesMax)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPrewarmGraphReadBoundsTheGraph: a graph's strings are kept within their caps (a long
+// name leaves the job untold, long or many labels leave its pool unknown, an if: is kept
+// cut, still there), and a graph whose kept form is over PrewarmGraphBytesMax, or with an id
+// over PrewarmGraphTextMax, is refused with its own reason: the run predicts nothing.
+func TestPrewarmGraphReadBoundsTheGraph(t *testing.T) {
+	long := func(c string, n int) string { return strings.Repeat(c, n) }
+	read := func(g RunGraph) PrewarmState {
+		st := ObservePrewarm(PrewarmState{}, []WorkflowJobEvent{prewarmEvent(JobQueued, 1, "lint", 0)}, runStart)
+		return PrewarmGraphRead(st, prewarmRepo, prewarmRunID, ReadRunGraphResult{Graph: &g}, "")
+	}
+
+	g := pipelineGraph()
+	g.Jobs[2].Name = long("B", 200_000)
+	g.Jobs[2].If = long("<", 200_000)
+	g.Jobs[3].Labels = append(g.Jobs[3].Labels, long("l", PrewarmGraphTextMax+1))
+	g.Jobs[1].Labels = make([]string, PrewarmGraphLabelsMax+1)
+	kept := read(g).Runs[0].Graph
+	if kept == nil {
+		t.Fatal("a graph with long strings refused, want it kept cut")
+	}
+	build, deploy, test := kept.Jobs[2], kept.Jobs[3], kept.Jobs[1]
+	if !build.NameUnknown || len(build.Name) > PrewarmGraphTextMax || build.If == "" || len(build.If) > PrewarmGraphTextMax {
+		t.Errorf("build kept as %+v: want its name cut and untold, its if: cut and kept", build)
+	}
+	if deploy.LabelsKnown || !deploy.LabelsCut || deploy.Labels != nil || test.LabelsKnown || !test.LabelsCut {
+		t.Errorf("deploy kept as %+v, test as %+v: want their labels dropped, cut", deploy, test)
+	}
+	if len(g.Jobs[2].Name) != 200_000 {
+		t.Error("the graph read was changed")
+	}
+	preds := Predict(PredictInput{Graph: *kept, Observed: running(), History: pipelineHistory(), PoolLabels: []string{"linux", "large", "deploy"}, Now: afterStart(5 * time.Minute)})
+	for _, p := range preds {
+		if p.Kind != NotPredicted {
+			t.Errorf("prediction %s; want nothing predicted for the cut jobs", describe([]JobPrediction{p}))
+		}
+	}
+
+	wide := pipelineGraph()
+	for i := range PrewarmGraphJobsMax - len(wide.Jobs) {
+		wide.Jobs = append(wide.Jobs, RunGraphJob{ID: fmt.Sprintf("job-%02d", i), Needs: []string{"lint", "test", "build"}, Name: long("n", PrewarmGraphTextMax),
+			Labels: []string{"self-hosted", "linux"}, LabelsKnown: true, Instances: 1})
+	}
+	longID := pipelineGraph()
+	longID.Jobs[0].ID = long("i", PrewarmGraphTextMax+1)
+	for name, g := range map[string]RunGraph{"over the byte budget": wide, "an id too long": longID} {
+		st := read(g)
+		if st.Runs[0].Graph != nil || st.Runs[0].NoGraph != PrewarmGraphTooLarge || len(RunsToRead(st)) != 0 {
+			t.Errorf("%s: run %+v, want no graph (%q), not read again", name, st.Runs[0].NoGraph, PrewarmGraphTooLarge)
+		}
+		if plan := planAt(st, 5*time.Minute); plan.Want != 0 {
+			t.Errorf("%s: want %d, want nothing warmed", name, plan.Want)
+		}
+	}
+}
+
+// TestPrewarmSeenNameMapsAsWhole: a heard job's name cut to PrewarmSeenNameMax maps to the
+// file's job as the whole name does: a long matrix instance's to its job, a long name of no
+// job to none.
+func TestPrewarmSeenNameMapsAsWhole(t *testing.T) {
+	g := RunGraph{Jobs: []RunGraphJob{{ID: "deploy", Name: strings.Repeat("<", PrewarmGraphTextMax/6)}, {ID: "lint"}}}
+	for _, name := range []string{
+		g.Jobs[0].Name + " (" + strings.Repeat("&", 10_000) + ")",
+		"lint (" + strings.Repeat("v", 10_000) + ")",
+		strings.Repeat("lint", 10_000),
+		"lint (" + strings.Repeat("v", 10_000),
+	} {
+		cut := seenName(name)
+		if c, _ := capText(cut, PrewarmSeenNameMax, ""); c != cut {
+			t.Errorf("%.20q... kept as %d bytes, over PrewarmSeenNameMax", name, len(cut))
+		}
+		wantID, wantOK := graphJobOf(g, name)
+		if id, ok := graphJobOf(g, cut); id != wantID || ok != wantOK {
+			t.Errorf("%.20q... cut maps to %q %v, the whole to %q %v", name, id, ok, wantID, wantOK)
+		}
 	}
 }

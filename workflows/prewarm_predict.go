@@ -61,6 +61,9 @@ func Predict(in PredictInput) []JobPrediction {
 func (p *predictor) predictJob(j RunGraphJob) JobPrediction {
 	pr := JobPrediction{JobID: j.ID, Kind: NotPredicted}
 	switch {
+	case j.LabelsCut:
+		pr.Why = "its runs-on labels are more, or longer, than a pool keeps"
+		return pr
 	case !j.LabelsKnown:
 		pr.Why = "its runs-on labels are known only in the run"
 		return pr
@@ -189,7 +192,7 @@ func untoldJobs(g RunGraph) map[string]string {
 	for i, j := range g.Jobs {
 		n := cmp.Or(j.Name, j.ID)
 		if j.NameUnknown {
-			out[jobKey(j.ID)] = fmt.Sprintf("its name %q is known only in the run: its events cannot be told to be its", n)
+			out[jobKey(j.ID)] = fmt.Sprintf("its name %q is known only in the run, or too long to keep: its events cannot be told to be its", n)
 			continue
 		}
 		for k, o := range g.Jobs {

@@ -38,7 +38,11 @@ type RunGraphJob struct {
 	// LabelsKnown is false when runs-on, or one of its labels, is an expression evaluated only
 	// in the run, or the job calls a reusable workflow: which pool serves it is not known.
 	LabelsKnown bool `json:"labelsKnown,omitempty"`
-	// If is the job's if: condition as written, empty when it has none.
+	// LabelsCut: the job's labels were more or longer than a pool keeps
+	// (PrewarmGraphLabelsMax, PrewarmGraphTextMax): LabelsKnown is false, Labels empty.
+	LabelsCut bool `json:"labelsCut,omitempty"`
+	// If is the job's if: condition as written, empty when it has none; in a pool's state
+	// cut to PrewarmGraphTextMax (Predict needs only that there is one).
 	If string `json:"if,omitempty"`
 	// Instances is how many jobs its matrix expands to (1 without a matrix); zero when the
 	// matrix is an expression evaluated only in the run.
@@ -214,8 +218,9 @@ type PrewarmRun struct {
 	RunID      int64  `json:"runId"`
 	HeadSHA    string `json:"headSha"`
 	Workflow   string `json:"workflow,omitempty"`
-	// Graph is the run's file's jobs once read; NoGraph says why there is none (a RunGraph*
-	// reason, PrewarmTooManyJobs, or the read's failure). Neither set: not read yet.
+	// Graph is the run's file's jobs once read, as boundRunGraph keeps them; NoGraph says
+	// why there is none (a RunGraph* reason, PrewarmTooManyJobs, PrewarmGraphTooLarge, or the
+	// read's failure). Neither set: not read yet.
 	Graph   *RunGraph `json:"graph,omitempty"`
 	NoGraph string    `json:"noGraph,omitempty"`
 	// Jobs are the run's jobs the pool heard of, one per GitHub job (a matrix instance each).
@@ -274,3 +279,7 @@ type WorkflowDurations struct {
 
 // PrewarmTooManyJobs is PrewarmRun.NoGraph for a file with more than PrewarmGraphJobsMax jobs.
 const PrewarmTooManyJobs = "too-many-jobs"
+
+// PrewarmGraphTooLarge is PrewarmRun.NoGraph for a graph the pool's state cannot hold: kept
+// form over PrewarmGraphBytesMax, or a job id over PrewarmGraphTextMax (boundRunGraph).
+const PrewarmGraphTooLarge = "graph-too-large"
