@@ -78,7 +78,7 @@ func (p *poolRun) tendPrewarm(now time.Time) {
 		p.readRunGraph(run)
 	}
 	plan := PlanPrewarm(PrewarmPlanInput{
-		State: st, Now: now, PoolLabels: p.st.Spec.Labels, Taken: p.takenJobs(),
+		State: st, Now: now, PoolLabels: p.st.Spec.Labels, Taken: p.takenJobs(now),
 		StartLatency: StartLatency(st.StartLatencies), Grace: p.st.Spec.PrewarmGraceOrDefault(),
 	})
 	if plan.Released > 0 {
@@ -128,12 +128,14 @@ func (p *poolRun) readRunGraph(run PrewarmRun) {
 	})
 }
 
-// takenJobs are the jobs the pool's busy runners run, since they went busy.
-func (p *poolRun) takenJobs() []TakenJob {
+// takenJobs are the jobs the pool's busy runners run, since they went busy, each marked
+// Elsewhere when busyElsewhere counts its runner (no reservation of the pool holds it).
+func (p *poolRun) takenJobs(now time.Time) []TakenJob {
 	var out []TakenJob
 	for _, r := range p.st.Runners {
 		if r.Busy && r.JobID != 0 {
-			out = append(out, TakenJob{JobID: r.JobID, At: r.Since})
+			elsewhere := !r.JobDone && !r.State.Terminal() && !p.st.Reserved.Holds(r.JobID, now)
+			out = append(out, TakenJob{JobID: r.JobID, At: r.Since, Elsewhere: elsewhere})
 		}
 	}
 	return out

@@ -186,6 +186,10 @@ type PrewarmPlanInput struct {
 type TakenJob struct {
 	JobID int64
 	At    time.Time
+	// Elsewhere: Decide counts its runner as busy elsewhere (no reservation of the pool holds
+	// the job, its runner neither done with it nor ended). A job its reservation counts is
+	// not counted twice, whether the pool follows its run or not.
+	Elsewhere bool
 }
 
 // PrewarmPlan is how many runners the pool keeps warm for predicted jobs now.
@@ -243,17 +247,21 @@ func PlanPrewarm(in PrewarmPlanInput) PrewarmPlan {
 	st.Runs = kept
 	plan.State = st
 	plan.Why = strings.Join(why, ", ")
-	if unheard := unheardJobs(in.State, in.Taken); unheard > 0 && plan.Want > 0 {
+	if unheard := unheardJobs(plan.State, in.Taken); unheard > 0 && plan.Want > 0 {
 		plan.Want = max(plan.Want-unheard, 0)
 		plan.Why += fmt.Sprintf("; less %d runner(s) running a job not heard of yet", unheard)
 	}
 	return plan
 }
 
-// unheardJobs counts the taken jobs no followed run holds (see PrewarmPlanInput.Taken).
+// unheardJobs counts the taken jobs Decide counts as busy elsewhere that no run the plan
+// still follows holds (see PrewarmPlanInput.Taken).
 func unheardJobs(st PrewarmState, taken []TakenJob) int {
 	n := 0
 	for _, t := range taken {
+		if !t.Elsewhere {
+			continue
+		}
 		heard := slices.ContainsFunc(st.Runs, func(r PrewarmRun) bool {
 			return slices.ContainsFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == t.JobID })
 		})

@@ -342,9 +342,14 @@ func TestPlanPrewarmCountsATakenJobOnce(t *testing.T) {
 	if plan := planAt(st, 4*m+40*s); plan.Want != 1 {
 		t.Fatalf("want %d, want build's runner", plan.Want)
 	}
-	plan := planAt(st, 4*m+40*s, TakenJob{JobID: 999, At: afterStart(4*m + 39*s)})
+	plan := planAt(st, 4*m+40*s, TakenJob{JobID: 999, At: afterStart(4*m + 39*s), Elsewhere: true})
 	if plan.Want != 0 || !strings.Contains(plan.Why, "not heard of yet") {
 		t.Errorf("want %d (%s), want none: the unheard job is counted once, by its runner", plan.Want, plan.Why)
+	}
+	// A job a reservation of the pool holds (or whose runner is done with it) is not busy
+	// elsewhere: Decide counts it by its reservation, not beside the predicted runners.
+	if plan := planAt(st, 4*m+40*s, TakenJob{JobID: 999, At: afterStart(4*m + 39*s)}); plan.Want != 1 {
+		t.Errorf("want %d (%s), want build's runner: a reserved job takes none of it", plan.Want, plan.Why)
 	}
 }
 
