@@ -88,4 +88,5 @@ var Changes = []Change{
 	{changeLostSecretByName, RunnerWorkflowType, "v7", "a runner leaving a lost cluster deletes by name the Secret of a credential step that failed mid-step"},
 	{changeReportsBatched, RunnerWorkflowType, "v7", "a runner hands its state reports to its pool through the worker's group commit, by a local activity, instead of signalling the pool"},
 	{changeListingTellsInBatches, PoolWorkflowType, "v7", "a pool tells its runners what a listing found of them with one activity per batch instead of a signal each"},
+	{changePrewarm, PoolWorkflowType, "v7", "a pool with prewarm on reads each run's job graph once and starts runners ahead of the jobs it predicts"},
 }

@@ -990,3 +990,80 @@ var PrewarmPredictPolicy = PredictPolicy{
 	MinSamples: PrewarmMinSamples,
 	Kept:       PrewarmDurationsKept,
 }
+
+// ---- Prewarm: warming a pool ahead of predicted jobs (pool_prewarm.go, prewarm_plan.go) ----
+
+const (
+	// DefaultPrewarmGrace: runners warmed for a job wait this long past the time it was
+	// predicted to be queued, then go. The prediction takes the 25th percentile of a
+	// dependency's run times, so in most runs the job comes later than predicted, by the
+	// spread of its dependencies' run times: two minutes covers a ±10 % spread on jobs up to
+	// about twenty minutes, and bounds the idle time a missed prediction costs per runner.
+	DefaultPrewarmGrace = 2 * time.Minute
+	// MaxPrewarmGrace: a longer grace keeps idle runners for a prediction that has failed
+	// longer than most jobs take; past it the pool is better off starting cold.
+	MaxPrewarmGrace = 30 * time.Minute
+	// PrewarmStartLatency: how long before a job's predicted queue time its runners start,
+	// until the pool has measured its own (PrewarmLatenciesMin starts). A warm start measured
+	// 21–22 s from webhook to runner online on this machine (pod create → runner online
+	// 14–15 s, docs/benchmarks.md); 30 s leaves room for a cold registration's GitHub call.
+	// Runners early by the difference idle for it; late ones make the job wait.
+	PrewarmStartLatency = 30 * time.Second
+	// PrewarmLatencyQuantile: the pool's measured start latency is this quantile of its last
+	// PrewarmLatenciesKept starts (the pool deciding to start a runner → the runner online). A
+	// high one: a runner ready a few seconds early idles for them, one late makes the job
+	// wait, which is what prewarming exists to avoid.
+	PrewarmLatencyQuantile = 0.75
+	// PrewarmLatenciesKept and PrewarmLatenciesMin: the starts measured and kept, and how many
+	// the measure needs before it replaces PrewarmStartLatency; a pool's starts vary with its
+	// image and nodes, so twenty follow a change within a burst.
+	PrewarmLatenciesKept = 20
+	PrewarmLatenciesMin  = 5
+	// PrewarmRunJobsKept bounds the jobs kept of one run (a matrix of hundreds of jobs): the
+	// rest are not followed, so the run's prediction sees fewer of them. With the bounds
+	// below, a pool's prewarm memory stays within PrewarmStateBytesMax at worst.
+	PrewarmRunJobsKept = 50
+	// PrewarmRunsKept bounds the runs a pool follows at once (carried across continue-as-new):
+	// with graphs of at most PrewarmGraphBytesMax and at most PrewarmRunJobsKept jobs seen,
+	// 20 runs stay within PrewarmStateBytesMax. A new run beyond it pushes out the one heard from least recently, whose prediction is
+	// the stalest.
+	PrewarmRunsKept = 20
+	// PrewarmRunIdleForget: a run no event has been heard of for this long is forgotten
+	// (finished, or its last events lost); a run's jobs follow each other within minutes.
+	PrewarmRunIdleForget = time.Hour
+	// PrewarmWorkflowsKept bounds the workflows whose run times a pool keeps (PrewarmDurationsKept
+	// each, per job): the least recently run is forgotten first.
+	PrewarmWorkflowsKept = 20
+	// PrewarmJobsKept bounds the jobs of one workflow whose run times are kept: a file with
+	// more jobs predicts only from the first ones seen. Thirty covers pipelines of a few
+	// stages and keeps the run times within PrewarmStateBytesMax beside the runs.
+	PrewarmJobsKept = 30
+	// PrewarmGraphJobsMax: a run whose file has more jobs than this is not predicted: its
+	// graph would crowd the pool's state (PrewarmRunsKept) for a prediction few pools need.
+	PrewarmGraphJobsMax = 50
+	// PrewarmGraphTextMax: the bytes (as JSON writes them) a graph's id, name, label or if:
+	// keeps in the pool's state (boundRunGraph). Only the 1 MB file bounds them as written;
+	// ids and names of a few words and labels like "ubuntu-24.04-arm" are far shorter. A
+	// longer name cannot be matched to events (the job is predicted nothing), a longer label
+	// leaves the job's pool unknown, a longer if: is kept cut (Predict needs only that there
+	// is one), and a longer id refuses the graph.
+	PrewarmGraphTextMax = 64
+	// PrewarmGraphLabelsMax: a job with more runs-on labels than this keeps none (its pool
+	// unknown, predicted nothing); runners carry a handful.
+	PrewarmGraphLabelsMax = 8
+	// PrewarmGraphBytesMax: a graph whose kept form is over this (as JSON) is refused
+	// (PrewarmGraphTooLarge) and its run falls back to no prediction: needs lists are
+	// bounded only by the job count. With PrewarmRunsKept runs it holds the graphs to
+	// 160 KB of the state; a pipeline of a dozen jobs takes 2–3 KB.
+	PrewarmGraphBytesMax = 8 << 10
+	// PrewarmSeenNameMax: the bytes (as JSON) a heard job's or workflow's name keeps. Twice
+	// PrewarmGraphTextMax, so a cut name still starts with any name a graph keeps and its
+	// " (" (a matrix instance's is matched by that and its closing parenthesis, which the
+	// cut keeps), and is too long to equal one.
+	PrewarmSeenNameMax = 2 * PrewarmGraphTextMax
+	// PrewarmStateBytesMax: what a pool's prewarm memory (PrewarmState) takes at most as
+	// JSON with every bound above at its worst; a test holds it. It is carried across
+	// continue-as-new in the pool's state, whose payload Temporal refuses past 2 MB: half
+	// of that leaves the other half to the pool's runners and reservations.
+	PrewarmStateBytesMax = 1 << 20
+)

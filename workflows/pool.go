@@ -77,6 +77,7 @@ func (p *poolRun) run() error {
 		p.pruneReservations(now)
 		p.followSpec()
 		p.demand.tend(now)
+		p.tendPrewarm(now)
 		p.plan = p.decide(now)
 		p.execute(p.plan, now)
 		p.askOverdueRegistrations(now)
@@ -100,7 +101,7 @@ func (p *poolRun) decide(now time.Time) Plan {
 	if p.runnersKnowJobs() && workflow.GetVersion(p.ctx, changeEndJobWithRunner, workflow.DefaultVersion, 1) >= 1 {
 		elsewhere = p.busyElsewhere(now)
 	}
-	return Decide(DecideInput{
+	plan := Decide(DecideInput{
 		Demand:         p.demand.want(now),
 		Now:            now,
 		Bounds:         p.bounds(now),
@@ -114,7 +115,13 @@ func (p *poolRun) decide(now time.Time) Plan {
 		LastScaleOut:   p.st.LastScaleOut,
 		ScaleDownDelay: p.st.Spec.ScaleDownDelayOrDefault(),
 		StartNotBefore: p.st.StartNotBefore,
+		Predicted:      p.prewarm.want,
+		Released:       p.released(),
 	})
+	if p.st.Prewarm != nil {
+		p.st.Prewarm.Released = plan.Released
+	}
+	return plan
 }
 
 // nextWake is the earliest time something is due without any signal: a held-back action, a
@@ -122,7 +129,7 @@ func (p *poolRun) decide(now time.Time) Plan {
 // renewing the scope listing's short interval), a warm registration's refresh, what the source
 // of demand has due.
 func (p *poolRun) nextWake(now time.Time) time.Time {
-	candidates := []time.Time{p.plan.WakeAt, p.warmWake}
+	candidates := []time.Time{p.plan.WakeAt, p.warmWake, p.prewarm.wake}
 	for _, r := range p.st.Reserved.Reservations {
 		if r.ExpiresAt.After(now) {
 			candidates = append(candidates, r.ExpiresAt)
@@ -208,7 +215,8 @@ func (p *poolRun) shouldContinueAsNew() bool {
 // takes the signals still queued, and hands the whole state to the next run.
 func (p *poolRun) continueAsNew() error {
 	err := workflow.Await(p.ctx, func() bool {
-		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.demand.busy() && workflow.AllHandlersFinished(p.ctx)
+		return p.inflight == 0 && !p.listing && !p.checking && !p.jobChecking && !p.demand.busy() && len(p.prewarm.reading) == 0 &&
+			workflow.AllHandlersFinished(p.ctx)
 	})
 	if err != nil {
 		return err

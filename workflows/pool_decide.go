@@ -37,6 +37,14 @@ type DecideInput struct {
 	// replaces the count of reservations and busy runners, which it includes. Nil: Reservations
 	// and BusyElsewhere are the demand.
 	Demand *Demand
+	// Predicted is the runners a prewarming pool warms for jobs it predicts GitHub will queue
+	// soon (PlanPrewarm): added to the reservations, after them (never ahead of a queued
+	// job) and within the max. Not with a Demand (a pull or a scale set does not prewarm).
+	Predicted int
+	// Released is the runners warmed for predictions that failed that are not let go yet:
+	// they are drained even within the scale-down delay, which exists for a burst's runners,
+	// not for a prediction's.
+	Released int
 }
 
 // Demand is what a pool's source of demand says the pool wants: Want before the bounds clamp it
@@ -62,6 +70,10 @@ type Plan struct {
 	WakeAt time.Time
 	// Why explains desired and anything held back, for the decision log.
 	Why string
+	// Released is how many of DecideInput.Released are still to be let go after this plan:
+	// those not drained now (while no runner is surplus, all of them: a job queued for a
+	// runner that is leaving holds one until its reservation ends).
+	Released int
 }
 
 // StartRunner is one runner to start.
@@ -100,7 +112,7 @@ const (
 func Decide(in DecideInput) Plan {
 	v := classify(in)
 	desired, why := desiredCount(in, v.busy)
-	plan := Plan{Desired: desired, ScaleOut: desired > in.LastDesired, Why: why}
+	plan := Plan{Desired: desired, ScaleOut: desired > in.LastDesired, Why: why, Released: in.Released}
 	if in.Mode == PoolPaused {
 		plan.ScaleOut = false
 		plan.Why += "; paused: no changes"
@@ -191,11 +203,19 @@ func desiredCount(in DecideInput, busy int) (int, string) {
 		return desired, fmt.Sprintf("desired %d = clamp(%s, %d, %d)", desired, in.Demand.Why, b.Min, b.Max)
 	}
 	demand := b.Min + in.Reservations + in.BusyElsewhere
-	want := max(demand, busy+b.MinIdle)
+	// Predicted runners take only the room the queued jobs leave.
+	predicted := min(max(in.Predicted, 0), max(b.Max-demand, 0))
+	want := max(demand+predicted, busy+b.MinIdle)
 	desired := min(max(want, b.Min), b.Max)
 	elsewhere := ""
 	if in.BusyElsewhere > 0 {
 		elsewhere = fmt.Sprintf(" + busy elsewhere %d", in.BusyElsewhere)
+	}
+	if in.Predicted > 0 {
+		elsewhere += fmt.Sprintf(" + predicted %d", predicted)
+		if predicted < in.Predicted {
+			elsewhere += fmt.Sprintf(" (of %d: the queued jobs come first)", in.Predicted)
+		}
 	}
 	why := fmt.Sprintf("desired %d = clamp(max(min %d + reservations %d%s, busy %d + minIdle %d), %d, %d)",
 		desired, b.Min, in.Reservations, elsewhere, busy, b.MinIdle, b.Min, b.Max)
@@ -206,12 +226,18 @@ func (p *Plan) scaleDown(in DecideInput, v view, surplus int) {
 	if in.Mode != PoolDraining && !in.LastScaleOut.IsZero() {
 		if until := in.LastScaleOut.Add(in.ScaleDownDelay); in.Now.Before(until) && !p.ScaleOut {
 			overMax := len(v.current) + v.outdatedBusy - in.Bounds.Max
-			if overMax <= 0 {
+			switch {
+			case overMax <= 0 && in.Released <= 0:
 				p.WakeAt = until
 				p.Why += fmt.Sprintf("; scale-down held until %s (scale-down delay)", until.UTC().Format(time.RFC3339))
 				return
+			case overMax <= 0:
+				p.WakeAt = until
+				p.Why += fmt.Sprintf("; scale-down held until %s (scale-down delay) but for runners warmed for predictions that failed", until.UTC().Format(time.RFC3339))
+				surplus = min(in.Released, surplus)
+			default:
+				surplus = max(overMax, min(in.Released, surplus))
 			}
-			surplus = overMax
 		}
 	}
 	reason := DrainScaleDown
@@ -222,9 +248,11 @@ func (p *Plan) scaleDown(in DecideInput, v view, surplus int) {
 	slices.SortFunc(candidates, func(a, b PoolRunner) int {
 		return cmp.Or(cmp.Compare(readiness(a.State), readiness(b.State)), cmp.Compare(b.Seq, a.Seq))
 	})
+	before := len(p.Drain)
 	for _, r := range candidates[:min(surplus, len(candidates))] {
 		p.Drain = append(p.Drain, DrainRunner{Name: r.Name, Reason: reason})
 	}
+	p.Released = max(in.Released-(len(p.Drain)-before), 0)
 }
 
 // readiness orders runners for scale-down: the least ready go first, so capacity that can

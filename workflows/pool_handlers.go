@@ -75,6 +75,7 @@ func (p *poolRun) onRunnerState(rep RunnerStateReport) {
 		return
 	}
 	r := &p.st.Runners[i]
+	p.measureStart(*r, rep.State, now)
 	r.State, r.Since = rep.State, now
 	if rep.State != RunnerPending && rep.State != RunnerRegistering {
 		// Online or leaving: it waits for no room any more (so a lost report cannot leave it blocked).
@@ -335,6 +336,10 @@ func (p *poolRun) status() (PoolStatus, error) {
 		LastScaleOut: p.st.LastScaleOut, Listing: p.st.LastListing,
 		Warm: p.st.Warm, WarmReady: p.warmReady(now), WarmWanted: p.warmWant(now),
 		Blocked: p.blocks(), Clusters: runnersByCluster(p.st.Spec.Clusters, p.st.Runners),
+		Predicted: p.prewarm.want, PredictedWhy: p.prewarm.why,
+	}
+	if p.st.Prewarm != nil {
+		out.PrewarmLead = StartLatency(p.st.Prewarm.StartLatencies)
 	}
 	p.demand.status(&out)
 	return out, nil

@@ -66,6 +66,8 @@ type poolHarness struct {
 	failRegistration bool
 	// warm plays GitHub and the Secrets for warm registrations (pool_warm_test.go).
 	warm warmSim
+	// prewarm plays GitHub's side of prewarming: the run graphs read (pool_prewarm_test.go).
+	prewarm prewarmSim
 	// failClaims makes EnsureSlotClaims fail for good.
 	failClaims bool
 	// forceRemoveTakes is how long a force-removed runner takes to end.

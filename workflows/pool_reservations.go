@@ -128,6 +128,7 @@ func (p *poolRun) reserve(_ workflow.Context, batch ReservationBatch) (Reservati
 	p.liftEndsNamedByEvents(named, now)
 	p.markJobsDone(batch)
 	p.measureJobsTakenEarly(batch, now)
+	p.observePrewarm(batch, now)
 	p.changed = true
 	return res, nil
 }

@@ -44,6 +44,8 @@ type poolRun struct {
 	lean bool
 	// timer is the pending wake-up kept across iterations (changeLeanRunners).
 	timer *poolTimer
+	// prewarm is this run's side of prewarming (pool_prewarm.go).
+	prewarm poolPrewarm
 	// demand is where the pool learns what its runners are needed for beyond its reservations
 	// (pool_demand.go), chosen from the spec when the run starts.
 	demand demandSource

@@ -56,6 +56,10 @@ type PoolSpec struct {
 	Pull *PullSpec `json:"pull,omitempty"`
 	// ScaleSet makes the pool a runner scale set's (scaleset_types.go); nil: webhooks and pull.
 	ScaleSet *ScaleSetSpec `json:"scaleSet,omitempty"`
+	// Prewarm makes the pool start runners for a workflow run's downstream jobs before GitHub
+	// queues them, from the run's job graph and past run times (prewarm_types.go); nil or not
+	// enabled: off.
+	Prewarm *PrewarmSpec `json:"prewarm,omitempty"`
 }
 
 // ScheduledOverride replaces min and/or max between StartTime and EndTime, optionally
@@ -171,6 +175,9 @@ type PoolState struct {
 	ListingDemand *PoolListingDemand `json:"listingDemand,omitempty"`
 	// Pull is the pull's state while the spec has a pull section.
 	Pull *PullState `json:"pull,omitempty"`
+	// Prewarm is the prewarm memory (runs followed, run times) while the spec has prewarm on
+	// (pool_prewarm.go); nil otherwise.
+	Prewarm *PrewarmState `json:"prewarm,omitempty"`
 	// ScaleSet is the set's state while the spec has a scaleSet section (pool_scaleset.go).
 	ScaleSet *PoolScaleSetState `json:"scaleSet,omitempty"`
 }
@@ -302,11 +309,18 @@ type PoolStatus struct {
 	Mode         PoolMode `json:"mode"`
 	ModeReason   string   `json:"modeReason,omitempty"`
 	// Bounds are in force now: spec, then an active scheduled override, then the operator's scale.
-	Bounds         Bounds              `json:"bounds"`
-	OverrideActive bool                `json:"overrideActive,omitempty"`
-	Scale          ScaleRequest        `json:"scale"`
-	Desired        int                 `json:"desired"`
-	Reservations   int                 `json:"reservations"`
+	Bounds         Bounds       `json:"bounds"`
+	OverrideActive bool         `json:"overrideActive,omitempty"`
+	Scale          ScaleRequest `json:"scale"`
+	Desired        int          `json:"desired"`
+	Reservations   int          `json:"reservations"`
+	// Predicted is the runners a prewarming pool warms for jobs it predicts (before Decide
+	// caps them by the room the queued jobs leave); PredictedWhy names the jobs.
+	Predicted    int    `json:"predicted,omitempty"`
+	PredictedWhy string `json:"predictedWhy,omitempty"`
+	// PrewarmLead is how long before a predicted job is due its runners start: the pool's
+	// measured start latency (StartLatency); zero in a pool that does not prewarm.
+	PrewarmLead    time.Duration       `json:"prewarmLead,omitempty"`
 	Reserved       []Reservation       `json:"reserved,omitempty"`
 	RunnersByState map[RunnerState]int `json:"runnersByState"`
 	Outdated       int                 `json:"outdated"`

@@ -35,6 +35,7 @@ func (s PoolSpec) ValidateNew(path *field.Path) field.ErrorList {
 	errs := s.Validate(path)
 	errs = append(errs, s.validateClusters(path)...)
 	errs = append(errs, s.validateScaleSet(path)...)
+	errs = append(errs, s.validatePrewarm(path)...)
 	if s.Repository != "" && s.RunnerGroup != "" {
 		errs = append(errs, field.Invalid(path.Child("runnerGroup"), s.RunnerGroup,
 			"runner groups exist only for organizations and enterprises; remove runnerGroup from a repository-scoped pool"))

@@ -25,13 +25,15 @@ import (
 //     (lint → build → deploy).
 //
 // The answer for a job, checked in this order:
-//   - NotPredicted when its labels are known only in the run (it may not be this pool's), or
+//   - NotPredicted when its labels are known only in the run (it may not be this pool's), its
+//     events cannot be mapped back to it (untoldJobs: it would never be seen queued), or
 //     it has an if: (GitHub evaluates it only when its needs finish, and one such as always()
 //     runs the job even after a failure);
 //   - PredictedSkipped when a needed job failed, was cancelled or skipped, or will be skipped
 //     for the same reason further up: GitHub skips a job whose needs did not all succeed, so
 //     runners warmed for it can go. A failure decides even when other needs cannot be told;
-//   - NotPredicted when a needed job not completed has fewer than MinSamples recent run
+//   - NotPredicted when a needed job's events cannot be mapped back to it, or one not
+//     completed has fewer than MinSamples recent run
 //     times, a matrix whose size is known only in the run, or an if: and is not queued (it may
 //     be skipped); or when the job's own matrix size is known only in the run;
 //   - else PredictedQueued, with its matrix's instance count as the runners it needs.
@@ -59,8 +61,16 @@ func Predict(in PredictInput) []JobPrediction {
 func (p *predictor) predictJob(j RunGraphJob) JobPrediction {
 	pr := JobPrediction{JobID: j.ID, Kind: NotPredicted}
 	switch {
+	case j.LabelsCut:
+		pr.Why = "its runs-on labels are more, or longer, than a pool keeps"
+		return pr
 	case !j.LabelsKnown:
 		pr.Why = "its runs-on labels are known only in the run"
+		return pr
+	case p.untold[jobKey(j.ID)] != "":
+		// Its queued event would never be seen as its: runners warmed for it would be
+		// counted beside its reservation until the grace ran out.
+		pr.Why = p.untold[jobKey(j.ID)]
 		return pr
 	case j.If != "":
 		pr.Why = fmt.Sprintf("it has an if: (%s), evaluated only when its needs finish", j.If)
@@ -118,6 +128,9 @@ type predictor struct {
 	observed map[string]observation
 	history  map[string][]time.Duration
 	finishes map[string]outlook
+	// untold says, for each job whose GitHub events cannot be mapped back to it
+	// (untoldJobs), why.
+	untold map[string]string
 	// evaluating guards against a cycle of needs, which GitHub and the parser refuse but a
 	// graph built by hand could hold.
 	evaluating map[string]bool
@@ -134,6 +147,7 @@ func newPredictor(in PredictInput) *predictor {
 		observed:   map[string]observation{},
 		history:    map[string][]time.Duration{},
 		finishes:   map[string]outlook{},
+		untold:     untoldJobs(in.Graph),
 		evaluating: map[string]bool{},
 	}
 	for _, j := range in.Graph.Jobs {
@@ -166,6 +180,38 @@ func (ob observation) add(o ObservedJob) observation {
 		}
 	}
 	return ob
+}
+
+// untoldJobs are the jobs of the graph whose GitHub events cannot be mapped back to them
+// unambiguously (graphJobOf), each with why: a name with an expression (or too long to
+// keep), or a name that another job's events could also carry: the same name, or one that
+// is the other's name with " (<values>)" after it, as a matrix instance's is. Such a job is
+// never seen queued, started or completed, so the pool predicts nothing for it, nor from it.
+func untoldJobs(g RunGraph) map[string]string {
+	out := map[string]string{}
+	for i, j := range g.Jobs {
+		n := cmp.Or(j.Name, j.ID)
+		if j.NameUnknown {
+			out[jobKey(j.ID)] = fmt.Sprintf("its name %q is known only in the run, or too long to keep: its events cannot be told to be its", n)
+			continue
+		}
+		for k, o := range g.Jobs {
+			if k == i || o.NameUnknown {
+				continue
+			}
+			if m := cmp.Or(o.Name, o.ID); m == n || nameNests(m, n) || nameNests(n, m) {
+				out[jobKey(j.ID)] = fmt.Sprintf("its name %q is too like %s's %q: its events cannot be told apart", n, o.ID, m)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// nameNests reports whether name could be a matrix instance's of the job named job:
+// "<job> (<values>)".
+func nameNests(name, job string) bool {
+	return strings.HasPrefix(name, job+" (") && strings.HasSuffix(name, ")")
 }
 
 // withDefaults fills the zero fields from PrewarmPredictPolicy.
@@ -231,6 +277,9 @@ func (p *predictor) evaluateFinish(id string) outlook {
 	}
 	ob := p.observed[key]
 	switch {
+	case p.untold[key] != "":
+		// Its completion, or its failure, would never be seen.
+		return outlook{kind: outlookUnknown, why: fmt.Sprintf("%s: %s", id, p.untold[key])}
 	case ob.failed != "":
 		return outlook{kind: outlookFails, why: fmt.Sprintf("%s concluded %s", id, ob.failed)}
 	case j.Instances > 0 && ob.completed >= j.Instances:

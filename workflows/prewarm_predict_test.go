@@ -493,3 +493,30 @@ func TestPrewarmPredictPolicy(t *testing.T) {
 		t.Errorf("with %d samples, one fast outlier sets the prediction: %s", pol.MinSamples, q)
 	}
 }
+
+// TestPredictUntoldJobs: the jobs whose events graphJobOf cannot map back to them are found
+// by their names alone: an expression, the same name, or a name that is another's matrix
+// instance's ("pkg (all)" beside a matrix "pkg"); distinct names are told.
+func TestPredictUntoldJobs(t *testing.T) {
+	g := RunGraph{Jobs: []RunGraphJob{
+		{ID: "lint"},
+		{ID: "build", Name: "Build image"},
+		{ID: "e2e", Name: "E2E ${{ matrix.os }}", NameUnknown: true},
+		{ID: "twin-a", Name: "Twin"},
+		{ID: "twin-b", Name: "Twin"},
+		{ID: "pkg"},
+		{ID: "pkg-all", Name: "pkg (all)"},
+		{ID: "deploy", Name: "lint (prod"}, // no closing parenthesis: no instance of lint's
+	}}
+	untold := untoldJobs(g)
+	for _, id := range []string{"e2e", "twin-a", "twin-b", "pkg", "pkg-all"} {
+		if untold[id] == "" {
+			t.Errorf("%s told, want untold", id)
+		}
+	}
+	for _, id := range []string{"lint", "build", "deploy"} {
+		if why := untold[id]; why != "" {
+			t.Errorf("%s untold (%s), want told", id, why)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package workflows
 
-import "time"
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Wire types of prewarming (issue 39): the job graph of a workflow run as the pool keeps it,
 // what the pool has seen of the run's jobs, the past run times it predicts from, and what
@@ -21,6 +25,12 @@ type RunGraphJob struct {
 	// ID is the job's key under jobs:, as written; ids are compared case-insensitively, as
 	// GitHub compares them.
 	ID string `json:"id"`
+	// Name is the job's name: as written, empty when it has none (GitHub then names it by
+	// its id). GitHub names a matrix instance "<name> (<values>)". NameUnknown marks a name
+	// with an expression, known only in the run: such a job's events cannot be told apart
+	// from its name (graphJobOf).
+	Name        string `json:"name,omitempty"`
+	NameUnknown bool   `json:"nameUnknown,omitempty"`
 	// Needs are the ids of the jobs it waits for.
 	Needs []string `json:"needs,omitempty"`
 	// Labels are its runs-on labels, meaningful only when LabelsKnown.
@@ -28,7 +38,11 @@ type RunGraphJob struct {
 	// LabelsKnown is false when runs-on, or one of its labels, is an expression evaluated only
 	// in the run, or the job calls a reusable workflow: which pool serves it is not known.
 	LabelsKnown bool `json:"labelsKnown,omitempty"`
-	// If is the job's if: condition as written, empty when it has none.
+	// LabelsCut: the job's labels were more or longer than a pool keeps
+	// (PrewarmGraphLabelsMax, PrewarmGraphTextMax): LabelsKnown is false, Labels empty.
+	LabelsCut bool `json:"labelsCut,omitempty"`
+	// If is the job's if: condition as written, empty when it has none; in a pool's state
+	// cut to PrewarmGraphTextMax (Predict needs only that there is one).
 	If string `json:"if,omitempty"`
 	// Instances is how many jobs its matrix expands to (1 without a matrix); zero when the
 	// matrix is an expression evaluated only in the run.
@@ -151,3 +165,121 @@ type ReadRunGraphResult struct {
 	// Calls is how many GitHub calls the read made (1 with the path known, 2 without).
 	Calls int `json:"calls"`
 }
+
+// PrewarmSpec is a pool's prewarm section: `prewarm: {enabled: true, grace: 2m}`. A section
+// rather than a bool so that later settings (a quantile of its own) join it without a new
+// field; enabled is explicit so a section can be kept, switched off, with its grace.
+type PrewarmSpec struct {
+	// Enabled turns prediction on for the pool. Off by default.
+	Enabled bool `json:"enabled"`
+	// Grace is how long past the time a job was predicted to be queued the runners warmed for
+	// it wait for it before the pool lets them go; nil: DefaultPrewarmGrace.
+	Grace *metav1.Duration `json:"grace,omitempty"`
+}
+
+// PrewarmOn reports whether the pool predicts its runs' downstream jobs.
+func (s PoolSpec) PrewarmOn() bool { return s.Prewarm != nil && s.Prewarm.Enabled }
+
+// PrewarmGraceOrDefault is the prewarm grace in force.
+func (s PoolSpec) PrewarmGraceOrDefault() time.Duration {
+	if s.Prewarm == nil {
+		return DefaultPrewarmGrace
+	}
+	return durationOr(s.Prewarm.Grace, DefaultPrewarmGrace)
+}
+
+// PrewarmState is a prewarming pool's memory, carried across continue-as-new: the runs it
+// follows and its workflows' recent run times. Nil in pools that do not prewarm. Slices, not
+// maps: workflow code must not depend on map order.
+type PrewarmState struct {
+	// Runs are the runs the pool has heard jobs of, in the order first heard, at most
+	// PrewarmRunsKept.
+	Runs []PrewarmRun `json:"runs,omitempty"`
+	// Durations are recent run times per workflow, in the order first recorded, at most
+	// PrewarmWorkflowsKept.
+	Durations []WorkflowDurations `json:"durations,omitempty"`
+	// Released counts runners warmed for predictions that failed which the pool has not let
+	// go yet: Decide drains them even within the scale-down delay (they were never a
+	// burst's).
+	Released int `json:"released,omitempty"`
+	// ReleasedUntil bounds Released: past it (the grace after the last release) the runners
+	// still there are let go by the scale-down like any other.
+	ReleasedUntil time.Time `json:"releasedUntil,omitzero"`
+	// StartLatencies are the pool's last starts (deciding to start a runner → the runner
+	// online), newest last, at most PrewarmLatenciesKept: StartLatency reads them.
+	StartLatencies []time.Duration `json:"startLatencies,omitempty"`
+}
+
+// PrewarmRun is one workflow run the pool follows.
+type PrewarmRun struct {
+	// Repository ("owner/repo"), RunID, HeadSHA and Workflow (its name) identify the run
+	// and where its file is read.
+	Repository string `json:"repository"`
+	RunID      int64  `json:"runId"`
+	HeadSHA    string `json:"headSha"`
+	Workflow   string `json:"workflow,omitempty"`
+	// Graph is the run's file's jobs once read, as boundRunGraph keeps them; NoGraph says
+	// why there is none (a RunGraph* reason, PrewarmTooManyJobs, PrewarmGraphTooLarge, or the
+	// read's failure). Neither set: not read yet.
+	Graph   *RunGraph `json:"graph,omitempty"`
+	NoGraph string    `json:"noGraph,omitempty"`
+	// Jobs are the run's jobs the pool heard of, one per GitHub job (a matrix instance each).
+	Jobs []PrewarmJobSeen `json:"jobs,omitempty"`
+	// Warmed are the jobs the pool warmed runners for, and what became of each.
+	Warmed []PrewarmWarmed `json:"warmed,omitempty"`
+	// Heard is when the pool last heard of the run.
+	Heard time.Time `json:"heard"`
+}
+
+// PrewarmJobSeen is one GitHub job of a followed run, as its events told it.
+type PrewarmJobSeen struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	// Queued, Started and Completed are the job's times as its events told them (Queued:
+	// when the intake took the queued event; zero when that event was not heard).
+	Queued     time.Time `json:"queued,omitzero"`
+	Started    time.Time `json:"started,omitzero"`
+	Completed  time.Time `json:"completed,omitzero"`
+	Conclusion string    `json:"conclusion,omitempty"`
+	// Recorded is set once its run time is in the workflow's durations.
+	Recorded bool `json:"recorded,omitempty"`
+}
+
+// Why the pool no longer warms runners for a job it warmed for (PrewarmWarmed.Over).
+const (
+	// WarmTaken: the job was queued; its runners are the job's now (its reservation's).
+	WarmTaken = "queued"
+	// WarmSkipped: a job it needs failed: it will be skipped, its runners go.
+	WarmSkipped = "skipped"
+	// WarmMissed: it was not queued within the grace past its predicted time: its runners go.
+	WarmMissed = "missed"
+)
+
+// PrewarmWarmed is one job the pool warmed runners for.
+type PrewarmWarmed struct {
+	// JobID is the file's job id.
+	JobID   string `json:"jobId"`
+	Runners int    `json:"runners"`
+	// ReadyBy is when the job was predicted to be queued as its runners started: the
+	// prediction is missed when the job is not queued by ReadyBy plus the grace, however the
+	// prediction moved since (a dependency running late is predicted due at every look).
+	ReadyBy time.Time `json:"readyBy"`
+	// Over is why the pool no longer warms for it (Warm*), empty while it does.
+	Over string `json:"over,omitempty"`
+}
+
+// WorkflowDurations are the recent run times of one workflow's jobs.
+type WorkflowDurations struct {
+	// Workflow is "owner/repo" and the workflow's name: "acme/app CI".
+	Workflow string         `json:"workflow"`
+	Jobs     []JobDurations `json:"jobs"`
+	// LastRun is when a run time was last recorded, which decides what is forgotten first.
+	LastRun time.Time `json:"lastRun"`
+}
+
+// PrewarmTooManyJobs is PrewarmRun.NoGraph for a file with more than PrewarmGraphJobsMax jobs.
+const PrewarmTooManyJobs = "too-many-jobs"
+
+// PrewarmGraphTooLarge is PrewarmRun.NoGraph for a graph the pool's state cannot hold: kept
+// form over PrewarmGraphBytesMax, or a job id over PrewarmGraphTextMax (boundRunGraph).
+const PrewarmGraphTooLarge = "graph-too-large"

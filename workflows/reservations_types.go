@@ -31,6 +31,19 @@ type WorkflowJobEvent struct {
 	// job that waited for an approval is queued long after it was created. Zero (events from
 	// intakes before the field) counts from when the pool applies it.
 	At time.Time `json:"at,omitzero"`
+	// HeadSHA, WorkflowName and JobName are the run's commit, its workflow's name and the
+	// job's name as GitHub shows it ("build", "deploy (eu, web)"): what a pool that prewarms
+	// needs to read the run's file and tell its jobs apart (pool_prewarm.go). Empty in events
+	// from intakes before the fields.
+	HeadSHA      string `json:"headSha,omitempty"`
+	WorkflowName string `json:"workflowName,omitempty"`
+	JobName      string `json:"jobName,omitempty"`
+	// StartedAt and CompletedAt are GitHub's started_at and completed_at of the job, set only
+	// on the events where they mean that: started_at on in_progress and completed events (a
+	// queued event's equals its created_at), completed_at on completed events. A pool that
+	// prewarms learns its jobs' run times from them.
+	StartedAt   time.Time `json:"startedAt,omitzero"`
+	CompletedAt time.Time `json:"completedAt,omitzero"`
 }
 
 // Reservation holds capacity for one queued job until its completion arrives or it expires.

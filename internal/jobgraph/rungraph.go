@@ -19,6 +19,9 @@ func (g *Graph) RunGraph() workflows.RunGraph {
 			LabelsKnown: j.LabelsKnown(),
 			If:          j.If,
 		}
+		if j.Name != j.ID {
+			rj.Name, rj.NameUnknown = j.Name, j.NameUnknown
+		}
 		if rj.LabelsKnown {
 			rj.Labels = j.LabelValues()
 		}

@@ -15,7 +15,7 @@ func TestRunGraphOfPipeline(t *testing.T) {
 	want := workflows.RunGraph{Jobs: []workflows.RunGraphJob{
 		{ID: "lint", Labels: []string{"self-hosted", "linux"}, LabelsKnown: true, Instances: 1},
 		{ID: "test", Labels: []string{"self-hosted", "linux"}, LabelsKnown: true, Instances: 1},
-		{ID: "build", Needs: []string{"lint", "test"}, Labels: []string{"self-hosted", "linux", "large"}, LabelsKnown: true, Instances: 1},
+		{ID: "build", Name: "Build image", Needs: []string{"lint", "test"}, Labels: []string{"self-hosted", "linux", "large"}, LabelsKnown: true, Instances: 1},
 		{ID: "deploy", Needs: []string{"build"}, Labels: []string{"self-hosted", "deploy"}, LabelsKnown: true, Instances: 4},
 	}}
 	if got := g.RunGraph(); !reflect.DeepEqual(got, want) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,13 @@ func printStatus(w io.Writer, st workflows.PoolStatus) {
 		fmt.Fprintf(w, "  clusters    %s (new runners go to the first that answers)\n", s)
 	}
 	fmt.Fprintf(w, "  reserved    %d queued job(s)\n", st.Reservations)
+	if st.Spec.PrewarmOn() || st.Predicted > 0 {
+		lead := ""
+		if st.PrewarmLead > 0 {
+			lead = fmt.Sprintf(", started %s ahead", st.PrewarmLead.Round(time.Second))
+		}
+		fmt.Fprintf(w, "  predicted   %d runner(s) warmed for jobs not queued yet%s%s\n", st.Predicted, lead, predictedFor(st.PredictedWhy))
+	}
 	if st.WarmWanted > 0 || len(st.Warm) > 0 {
 		fmt.Fprintf(w, "  warm        %d registration(s) minted ahead, %d ready, %d wanted\n", len(st.Warm), st.WarmReady, st.WarmWanted)
 	}
@@ -130,11 +138,12 @@ func printTable(ctx context.Context, c client.Client, pools []string, output str
 		return writeJSON(w, all)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL\tSCOPE\tLABELS\tMODE\tMIN\tMAX\tDESIRED\tRUNNERS\tIDLE\tBUSY\tRESERVED\tBLOCKED")
+	fmt.Fprintln(tw, "POOL\tSCOPE\tLABELS\tMODE\tMIN\tMAX\tDESIRED\tRUNNERS\tIDLE\tBUSY\tRESERVED\tPREDICTED\tBLOCKED")
 	for _, st := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", st.Name, st.Spec.Scope(), strings.Join(st.Spec.Labels, ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Spec.Scope(), strings.Join(st.Spec.Labels, ","),
 			st.Mode, st.Bounds.Min, st.Bounds.Max, st.Desired, len(st.Runners),
-			st.RunnersByState[workflows.RunnerIdle], st.RunnersByState[workflows.RunnerBusy], st.Reservations, blockedSummary(st.Blocked))
+			st.RunnersByState[workflows.RunnerIdle], st.RunnersByState[workflows.RunnerBusy], st.Reservations,
+			predictedColumn(st), blockedSummary(st.Blocked))
 	}
 	return tw.Flush()
 }
@@ -149,4 +158,21 @@ func blockedSummary(blocks []workflows.PoolBlock) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// predictedColumn is the runners warmed for predicted jobs, or "-" for a pool that does not
+// prewarm.
+func predictedColumn(st workflows.PoolStatus) string {
+	if !st.Spec.PrewarmOn() && st.Predicted == 0 {
+		return "-"
+	}
+	return strconv.Itoa(st.Predicted)
+}
+
+// predictedFor names the jobs the predicted runners are warmed for, when there are some.
+func predictedFor(why string) string {
+	if why == "" {
+		return ""
+	}
+	return ": " + why
 }

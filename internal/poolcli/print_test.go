@@ -126,3 +126,29 @@ func TestPrintScaleSetSaysWhatNeedsAnOperator(t *testing.T) {
 		}
 	}
 }
+
+// A prewarming pool shows its predicted runners beside its queued jobs, with the jobs they
+// are for; a pool that does not prewarm shows no such line and "-" in the list.
+func TestPrintStatusShowsPredictedRunners(t *testing.T) {
+	st := workflows.PoolStatus{Name: "linux", Spec: workflows.PoolSpec{Prewarm: &workflows.PrewarmSpec{Enabled: true}},
+		Reservations: 2, Predicted: 1, PredictedWhy: "build of acme/app run 77 (due 10:04:30)", PrewarmLead: 21400 * time.Millisecond}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	for _, want := range []string{
+		"reserved    2 queued job(s)",
+		"predicted   1 runner(s) warmed for jobs not queued yet, started 21s ahead: build of acme/app run 77 (due 10:04:30)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+	if got := predictedColumn(st); got != "1" {
+		t.Errorf("list column %q, want 1", got)
+	}
+	out.Reset()
+	plain := workflows.PoolStatus{Name: "cold"}
+	printStatus(&out, plain)
+	if strings.Contains(out.String(), "predicted") || predictedColumn(plain) != "-" {
+		t.Errorf("a pool that does not prewarm shows predictions (column %q):\n%s", predictedColumn(plain), out.String())
+	}
+}

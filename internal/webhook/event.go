@@ -59,6 +59,10 @@ func parseWorkflowJob(deliveryID string, payload []byte) (jobEvent, error) {
 			Labels:     wj.Labels,
 			RunnerName: wj.GetRunnerName(),
 			Conclusion: wj.GetConclusion(),
+			// The run's facts a prewarming pool predicts from (workflows.WorkflowJobEvent).
+			HeadSHA:      wj.GetHeadSHA(),
+			WorkflowName: wj.GetWorkflowName(),
+			JobName:      wj.GetName(),
 		},
 		target: JobTarget{
 			Repository:  e.GetRepo().GetFullName(),
@@ -68,6 +72,7 @@ func parseWorkflowJob(deliveryID string, payload []byte) (jobEvent, error) {
 		},
 	}
 	je.queuedAt, je.startedAt = wj.GetCreatedAt().Time, wj.GetStartedAt().Time
+	je.event.StartedAt, je.event.CompletedAt = jobTimes(e.GetAction(), wj)
 	if ent.Enterprise != nil {
 		je.target.Enterprise = ent.Enterprise.Slug
 	}
@@ -75,6 +80,21 @@ func parseWorkflowJob(deliveryID string, payload []byte) (jobEvent, error) {
 		return jobEvent{}, errors.New("workflow_job event without repository.full_name")
 	}
 	return je, nil
+}
+
+// jobTimes are the job's start and completion as GitHub reports them, only on the events
+// where they mean that: GitHub fills a queued job's started_at with its created_at, so a
+// start is read from in_progress and completed events, a completion from completed ones.
+// Both UTC, as a pool's history holds them.
+func jobTimes(action string, wj *github.WorkflowJob) (started, completed time.Time) {
+	switch action {
+	case workflows.JobCompleted:
+		completed = wj.GetCompletedAt().UTC()
+		fallthrough
+	case workflows.JobInProgress:
+		started = wj.GetStartedAt().UTC()
+	}
+	return started, completed
 }
 
 // runnerWorkflow returns the workflow id of the runnerflow runner a job event names, if the

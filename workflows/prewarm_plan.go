@@ -1,0 +1,562 @@
+package workflows
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// A prewarming pool's bookkeeping, pure: what it remembers of the runs it hears of
+// (ObservePrewarm, PrewarmGraphRead), and how many runners it warms for their predicted jobs
+// (PlanPrewarm). The pool's side, which reads the graphs and hands the count to Decide, is
+// pool_prewarm.go.
+
+// ObservePrewarm records a batch's job events: a run not heard of before joins (its graph is
+// then read once, RunsToRead), each job's times and conclusion are kept, a successful job's
+// run time is recorded once the run's graph names its job, and runs heard of too long ago or
+// beyond PrewarmRunsKept are forgotten. Events without the run's facts (from intakes before
+// them) are left out. The state given is not modified.
+func ObservePrewarm(st PrewarmState, events []WorkflowJobEvent, now time.Time) PrewarmState {
+	st = st.clone()
+	for _, ev := range events {
+		if ev.RunID <= 0 || ev.JobID <= 0 || ev.Repository == "" || ev.HeadSHA == "" {
+			continue
+		}
+		i := st.findRun(ev.Repository, ev.RunID)
+		if i < 0 {
+			st.Runs = append(st.Runs, PrewarmRun{Repository: ev.Repository, RunID: ev.RunID, HeadSHA: ev.HeadSHA})
+			i = len(st.Runs) - 1
+		}
+		st.Runs[i].hear(ev, now)
+	}
+	st.recordDurations()
+	return st.forget(now)
+}
+
+// PrewarmGraphRead records the answer to a run's graph read: the graph, or why there is none
+// (failure, when the read failed, says how). The run's jobs that completed before it are
+// recorded then. A graph of more than PrewarmGraphJobsMax jobs is not kept, and one kept
+// only as boundRunGraph leaves it, if at all: the state carries it across continue-as-new.
+func PrewarmGraphRead(st PrewarmState, repo string, runID int64, res ReadRunGraphResult, failure string) PrewarmState {
+	st = st.clone()
+	i := st.findRun(repo, runID)
+	if i < 0 {
+		return st // forgotten while it was read
+	}
+	run := &st.Runs[i]
+	switch {
+	case failure != "":
+		run.NoGraph, _ = capText("read failed: "+failure, PrewarmSeenNameMax, "…")
+	case res.Graph == nil:
+		run.NoGraph = cmp.Or(res.NoGraph, RunGraphNotFound)
+	case len(res.Graph.Jobs) > PrewarmGraphJobsMax:
+		run.NoGraph = PrewarmTooManyJobs
+	default:
+		if g, ok := boundRunGraph(*res.Graph); ok {
+			run.Graph = &g
+		} else {
+			run.NoGraph = PrewarmGraphTooLarge
+		}
+	}
+	st.recordDurations()
+	return st
+}
+
+// boundRunGraph is the graph as the pool's state keeps it: what Predict reads, each string
+// within PrewarmGraphTextMax (as JSON writes it), or false when it cannot be kept
+// (PrewarmGraphTooLarge). A name over it is kept cut and marked NameUnknown (its events
+// cannot be told to be the job's), labels over it or over PrewarmGraphLabelsMax are dropped
+// (LabelsCut), an if: is kept cut; an id or a need over it, or the whole over
+// PrewarmGraphBytesMax, refuses the graph. The graph given is not modified.
+func boundRunGraph(g RunGraph) (RunGraph, bool) {
+	out := RunGraph{Jobs: make([]RunGraphJob, 0, len(g.Jobs))}
+	for _, j := range g.Jobs {
+		if !textFits(j.ID) || slices.ContainsFunc(j.Needs, func(n string) bool { return !textFits(n) }) {
+			return RunGraph{}, false
+		}
+		k := RunGraphJob{ID: j.ID, Needs: slices.Clone(j.Needs), LabelsKnown: j.LabelsKnown, LabelsCut: j.LabelsCut, Instances: j.Instances}
+		var whole bool
+		k.Name, whole = capText(j.Name, PrewarmGraphTextMax, "…")
+		k.NameUnknown = j.NameUnknown || !whole
+		k.If, _ = capText(j.If, PrewarmGraphTextMax, "…")
+		if k.LabelsKnown {
+			if len(j.Labels) > PrewarmGraphLabelsMax || slices.ContainsFunc(j.Labels, func(l string) bool { return !textFits(l) }) {
+				k.LabelsKnown, k.LabelsCut = false, true
+			} else {
+				k.Labels = slices.Clone(j.Labels)
+			}
+		}
+		out.Jobs = append(out.Jobs, k)
+	}
+	if b, err := json.Marshal(out); err != nil || len(b) > PrewarmGraphBytesMax {
+		return RunGraph{}, false
+	}
+	return out, true
+}
+
+// textFits reports whether s takes at most PrewarmGraphTextMax bytes as JSON.
+func textFits(s string) bool {
+	_, whole := capText(s, PrewarmGraphTextMax, "")
+	return whole
+}
+
+// capText is s when it takes at most limit bytes as JSON (encoding/json's escapes counted),
+// with true; else its longest prefix that, end after it, does, with false.
+func capText(s string, limit int, end string) (string, bool) {
+	total := 0
+	for _, r := range s {
+		total += jsonCost(r)
+	}
+	if total <= limit {
+		return s, true
+	}
+	budget := limit
+	for _, r := range end {
+		budget -= jsonCost(r)
+	}
+	used := 0
+	for i, r := range s {
+		if used+jsonCost(r) > budget {
+			return s[:i] + end, false
+		}
+		used += jsonCost(r)
+	}
+	return s + end, false // not reached: s is over limit
+}
+
+// jsonCost is at least the bytes encoding/json writes for the rune in a string: six for what
+// it escapes as \u00XX (and an invalid byte, written \ufffd).
+func jsonCost(r rune) int {
+	switch {
+	case r == '"' || r == '\\':
+		return 2
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 6
+	}
+	return utf8.RuneLen(r)
+}
+
+// seenName is a heard job's name as the state keeps it (PrewarmSeenNameMax): a name cut
+// keeps its closing parenthesis after the cut, so that graphJobOf maps it as it maps the
+// whole name (to a matrix instance's job, or to none).
+func seenName(name string) string {
+	end := "…"
+	if strings.HasSuffix(name, ")") {
+		end = "…)"
+	}
+	kept, _ := capText(name, PrewarmSeenNameMax, end)
+	return kept
+}
+
+// RunsToRead are the runs whose graph is neither read nor known to be missing.
+func RunsToRead(st PrewarmState) []PrewarmRun {
+	var out []PrewarmRun
+	for _, r := range st.Runs {
+		if r.Graph == nil && r.NoGraph == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// PrewarmPlanInput is everything PlanPrewarm depends on.
+type PrewarmPlanInput struct {
+	State PrewarmState
+	Now   time.Time
+	// PoolLabels are the pool's labels: it predicts the jobs its runners can run.
+	PoolLabels []string
+	// Taken are the jobs the pool's runners run, and since when: a job's start when its own
+	// events did not tell it (an in_progress event on the pool's own runner goes to the
+	// runner, not through the scale window). A taken job the pool has heard no event of is
+	// most likely a predicted job whose warmed runner took it before its queued event came
+	// through the scale window: Decide counts it already (busy elsewhere), so it is taken
+	// off the predicted runners rather than counted twice.
+	Taken []TakenJob
+	// StartLatency is how long a runner takes to be ready; Grace how long warmed runners
+	// wait past the job's predicted queue time.
+	StartLatency time.Duration
+	Grace        time.Duration
+}
+
+// TakenJob is a job one of the pool's runners took, and when.
+type TakenJob struct {
+	JobID int64
+	At    time.Time
+	// Elsewhere: Decide counts its runner as busy elsewhere (no reservation of the pool holds
+	// the job, its runner neither done with it nor ended). A job its reservation counts is
+	// not counted twice, whether the pool follows its run or not.
+	Elsewhere bool
+}
+
+// PrewarmPlan is how many runners the pool keeps warm for predicted jobs now.
+type PrewarmPlan struct {
+	// State is the memory after the plan: jobs warmed for, what became of them, runs
+	// finished forgotten.
+	State PrewarmState
+	// Want is the runners warmed for jobs not queued yet; Decide adds them to the pool's
+	// demand, after its queued jobs and within its max.
+	Want int
+	// Released is the runners of predictions that failed with this plan (skipped or
+	// missed): the pool lets them go.
+	Released int
+	// WakeAt is when the plan next changes without any event: a job's runners are due to
+	// start, or its grace ends.
+	WakeAt time.Time
+	// Why names the jobs warmed for, for the status: "build of acme/app run 77 (due
+	// 10:04:30)".
+	Why string
+}
+
+// PlanPrewarm predicts each followed run's jobs (Predict) and keeps the pool's runners warm
+// for them:
+//   - a job predicted to be queued at Q gets its runners from Q minus StartLatency on; the
+//     pool then remembers Q (at least now) as when the job is due;
+//   - a job warmed for that GitHub queued is over: its runners are the job's now, counted by
+//     its reservation (one runner per job);
+//   - a job warmed for that is predicted skipped (a job it needs failed), or that is not
+//     queued by its due time plus Grace, is over too, and its runners are released;
+//   - a run none of whose heard jobs still runs and with nothing left to warm for is
+//     forgotten (its run times are kept), as is one not heard of for PrewarmRunIdleForget.
+func PlanPrewarm(in PrewarmPlanInput) PrewarmPlan {
+	st := in.State.clone().forget(in.Now)
+	plan := PrewarmPlan{}
+	var why []string
+	kept := st.Runs[:0]
+	for _, run := range st.Runs {
+		if run.Graph == nil {
+			kept = append(kept, run)
+			continue
+		}
+		preds := Predict(PredictInput{
+			Graph: *run.Graph, Observed: run.observed(in.Taken), History: st.history(run),
+			PoolLabels: in.PoolLabels, Now: in.Now,
+		})
+		w := warmRun(&run, preds, in)
+		plan.Want += w.want
+		plan.Released += w.released
+		plan.WakeAt = soonest(plan.WakeAt, w.wake)
+		why = append(why, w.why...)
+		if !w.finished {
+			kept = append(kept, run)
+		}
+	}
+	st.Runs = kept
+	plan.State = st
+	plan.Why = strings.Join(why, ", ")
+	if unheard := unheardJobs(plan.State, in.Taken); unheard > 0 && plan.Want > 0 {
+		plan.Want = max(plan.Want-unheard, 0)
+		plan.Why += fmt.Sprintf("; less %d runner(s) running a job not heard of yet", unheard)
+	}
+	return plan
+}
+
+// unheardJobs counts the taken jobs Decide counts as busy elsewhere that no run the plan
+// still follows holds (see PrewarmPlanInput.Taken).
+func unheardJobs(st PrewarmState, taken []TakenJob) int {
+	n := 0
+	for _, t := range taken {
+		if !t.Elsewhere {
+			continue
+		}
+		heard := slices.ContainsFunc(st.Runs, func(r PrewarmRun) bool {
+			return slices.ContainsFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == t.JobID })
+		})
+		if !heard {
+			n++
+		}
+	}
+	return n
+}
+
+// runWarmth is what one run contributes to a plan.
+type runWarmth struct {
+	want, released int
+	wake           time.Time
+	why            []string
+	finished       bool
+}
+
+// warmRun applies the run's predictions to what the pool warmed for it (see PlanPrewarm).
+func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWarmth {
+	var w runWarmth
+	byID := map[string]JobPrediction{} // lookup only
+	pending := false
+	for _, pr := range preds {
+		byID[jobKey(pr.JobID)] = pr
+		pending = pending || pr.Kind == PredictedQueued || pr.Kind == NotPredicted
+	}
+	for i := range run.Warmed {
+		h := &run.Warmed[i]
+		if h.Over != "" {
+			continue
+		}
+		pr, predicted := byID[jobKey(h.JobID)]
+		switch {
+		case !predicted && run.endedUnstarted(h.JobID):
+			// GitHub skipped or cancelled it: its event came before, or with, the failure
+			// Predict would have read it from.
+			h.Over, w.released = WarmSkipped, w.released+h.Runners
+		case !predicted:
+			h.Over = WarmTaken // Predict leaves out the jobs GitHub queued
+		case pr.Kind == PredictedSkipped:
+			h.Over, w.released = WarmSkipped, w.released+h.Runners
+		case !in.Now.Before(h.ReadyBy.Add(in.Grace)):
+			h.Over, w.released = WarmMissed, w.released+h.Runners
+		default:
+			w.warm(*run, *h, in.Grace)
+		}
+	}
+	for _, pr := range preds {
+		if pr.Kind != PredictedQueued || slices.ContainsFunc(run.Warmed, func(h PrewarmWarmed) bool { return strings.EqualFold(h.JobID, pr.JobID) }) {
+			continue
+		}
+		if at := pr.QueuedAt.Add(-in.StartLatency); in.Now.Before(at) {
+			w.wake = soonest(w.wake, at)
+			continue
+		}
+		h := PrewarmWarmed{JobID: pr.JobID, Runners: pr.Runners, ReadyBy: latest(pr.QueuedAt, in.Now)}
+		run.Warmed = append(run.Warmed, h)
+		w.warm(*run, h, in.Grace)
+	}
+	w.finished = !pending && w.want == 0 && !slices.ContainsFunc(run.Jobs, func(j PrewarmJobSeen) bool { return j.Completed.IsZero() })
+	return w
+}
+
+// endedUnstarted reports whether the file's job was heard of only as completed skipped (a
+// need failed, its if: was false) or cancelled. GitHub sets a skipped job's started_at to
+// its completed_at, so its conclusion, not its start, tells.
+func (r PrewarmRun) endedUnstarted(jobID string) bool {
+	found := false
+	for _, j := range r.Jobs {
+		if id, ok := graphJobOf(*r.Graph, j.Name); !ok || !strings.EqualFold(id, jobID) {
+			continue
+		}
+		if j.Completed.IsZero() || (j.Conclusion != "skipped" && j.Conclusion != "cancelled") {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+// warm counts one job's warmed runners.
+func (w *runWarmth) warm(run PrewarmRun, h PrewarmWarmed, grace time.Duration) {
+	w.want += h.Runners
+	w.wake = soonest(w.wake, h.ReadyBy.Add(grace))
+	w.why = append(w.why, fmt.Sprintf("%s of %s run %d (due %s)", h.JobID, run.Repository, run.RunID, clock(h.ReadyBy)))
+}
+
+// graphJobOf is the file's job id of a GitHub job name: the job whose name (its id when it
+// has none) is the name, or, for a matrix instance, the name's part before " (<values>)". A
+// name that no job, or more than one, could have (a name with an expression, a reusable
+// workflow's "caller / callee") maps to none: the pool predicts nothing from that job.
+func graphJobOf(g RunGraph, name string) (string, bool) {
+	var exact, instance []string
+	for _, j := range g.Jobs {
+		if j.NameUnknown {
+			continue
+		}
+		n := cmp.Or(j.Name, j.ID)
+		switch {
+		case name == n:
+			exact = append(exact, j.ID)
+		case strings.HasPrefix(name, n+" (") && strings.HasSuffix(name, ")"):
+			instance = append(instance, j.ID)
+		}
+	}
+	switch {
+	case len(exact) == 1:
+		return exact[0], true
+	case len(exact) == 0 && len(instance) == 1:
+		return instance[0], true
+	}
+	return "", false
+}
+
+// observed is what Predict reads of the run's jobs: each heard job mapped to the file's id
+// (jobs that map to none are left out), its start taken from the pool's runner when its
+// events did not tell it.
+func (r PrewarmRun) observed(taken []TakenJob) []ObservedJob {
+	var out []ObservedJob
+	for _, j := range r.Jobs {
+		id, ok := graphJobOf(*r.Graph, j.Name)
+		if !ok {
+			continue
+		}
+		started := j.Started
+		if i := slices.IndexFunc(taken, func(t TakenJob) bool { return t.JobID == j.ID }); started.IsZero() && i >= 0 {
+			started = taken[i].At
+		}
+		out = append(out, ObservedJob{JobID: id, Queued: j.Queued, Started: started, Completed: j.Completed, Conclusion: j.Conclusion})
+	}
+	return out
+}
+
+// hear applies one event to the run.
+func (r *PrewarmRun) hear(ev WorkflowJobEvent, now time.Time) {
+	r.Heard = now
+	if r.Workflow == "" {
+		r.Workflow, _ = capText(ev.WorkflowName, PrewarmSeenNameMax, "…")
+	}
+	i := slices.IndexFunc(r.Jobs, func(j PrewarmJobSeen) bool { return j.ID == ev.JobID })
+	if i < 0 {
+		if len(r.Jobs) >= PrewarmRunJobsKept {
+			return
+		}
+		r.Jobs = append(r.Jobs, PrewarmJobSeen{ID: ev.JobID})
+		i = len(r.Jobs) - 1
+	}
+	j := &r.Jobs[i]
+	if j.Name == "" {
+		j.Name = seenName(ev.JobName)
+	}
+	at := ev.At
+	if at.IsZero() {
+		at = now
+	}
+	switch ev.Action {
+	case JobQueued:
+		if j.Queued.IsZero() {
+			j.Queued = at
+		}
+	case JobInProgress:
+		j.Started = firstSet(j.Started, ev.StartedAt, at)
+	case JobCompleted:
+		j.Started = firstSet(j.Started, ev.StartedAt)
+		j.Completed = firstSet(ev.CompletedAt, at)
+		j.Conclusion = ev.Conclusion
+	}
+}
+
+// firstSet is the first of the times that is set; zero when none is.
+func firstSet(times ...time.Time) time.Time {
+	for _, t := range times {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// workflowKey names a run's workflow in the durations: its repository and name.
+func (r PrewarmRun) workflowKey() string { return r.Repository + " " + r.Workflow }
+
+// history is the recent run times of the run's workflow's jobs.
+func (st PrewarmState) history(r PrewarmRun) []JobDurations {
+	i := slices.IndexFunc(st.Durations, func(d WorkflowDurations) bool { return d.Workflow == r.workflowKey() })
+	if i < 0 {
+		return nil
+	}
+	return st.Durations[i].Jobs
+}
+
+// recordDurations records the run time of every successful job of a run whose graph is known
+// and whose run time is not recorded yet, under the file's job id. Failed and cancelled jobs
+// end early and say little of how long the job takes; a job whose name maps to no job of the
+// file is left out.
+func (st *PrewarmState) recordDurations() {
+	for ri := range st.Runs {
+		run := &st.Runs[ri]
+		if run.Graph == nil {
+			continue
+		}
+		for ji := range run.Jobs {
+			j := &run.Jobs[ji]
+			if j.Recorded || j.Completed.IsZero() {
+				continue
+			}
+			j.Recorded = true
+			id, ok := graphJobOf(*run.Graph, j.Name)
+			if !ok || j.Conclusion != "success" || j.Started.IsZero() || j.Completed.Before(j.Started) {
+				continue
+			}
+			st.record(run.workflowKey(), id, j.Completed.Sub(j.Started), j.Completed)
+		}
+	}
+}
+
+// record adds one run time, within the bounds: PrewarmJobsKept jobs a workflow,
+// PrewarmWorkflowsKept workflows (the least recently run forgotten first).
+func (st *PrewarmState) record(workflow, jobID string, took time.Duration, at time.Time) {
+	i := slices.IndexFunc(st.Durations, func(d WorkflowDurations) bool { return d.Workflow == workflow })
+	if i < 0 {
+		if len(st.Durations) >= PrewarmWorkflowsKept {
+			oldest := 0
+			for k, d := range st.Durations {
+				if d.LastRun.Before(st.Durations[oldest].LastRun) {
+					oldest = k
+				}
+			}
+			st.Durations = slices.Delete(st.Durations, oldest, oldest+1)
+		}
+		st.Durations = append(st.Durations, WorkflowDurations{Workflow: workflow})
+		i = len(st.Durations) - 1
+	}
+	d := &st.Durations[i]
+	known := slices.ContainsFunc(d.Jobs, func(h JobDurations) bool { return strings.EqualFold(h.JobID, jobID) })
+	if !known && len(d.Jobs) >= PrewarmJobsKept {
+		return
+	}
+	d.Jobs = RecordJobDuration(d.Jobs, jobID, took, PrewarmDurationsKept)
+	d.LastRun = latest(d.LastRun, at)
+}
+
+// forget drops the runs not heard of for PrewarmRunIdleForget, then the least recently heard
+// beyond PrewarmRunsKept.
+func (st PrewarmState) forget(now time.Time) PrewarmState {
+	st.Runs = slices.DeleteFunc(st.Runs, func(r PrewarmRun) bool { return !now.Before(r.Heard.Add(PrewarmRunIdleForget)) })
+	for len(st.Runs) > PrewarmRunsKept {
+		oldest := 0
+		for k, r := range st.Runs {
+			if r.Heard.Before(st.Runs[oldest].Heard) {
+				oldest = k
+			}
+		}
+		st.Runs = slices.Delete(st.Runs, oldest, oldest+1)
+	}
+	return st
+}
+
+func (st PrewarmState) findRun(repo string, runID int64) int {
+	return slices.IndexFunc(st.Runs, func(r PrewarmRun) bool { return r.RunID == runID && strings.EqualFold(r.Repository, repo) })
+}
+
+// clone copies the state deep enough that changing the copy's runs, jobs and run times
+// leaves the original as it was (graphs are never changed, only replaced).
+func (st PrewarmState) clone() PrewarmState {
+	out := st
+	out.Runs = slices.Clone(st.Runs)
+	for i := range out.Runs {
+		out.Runs[i].Jobs = slices.Clone(out.Runs[i].Jobs)
+		out.Runs[i].Warmed = slices.Clone(out.Runs[i].Warmed)
+	}
+	out.Durations = slices.Clone(st.Durations)
+	for i := range out.Durations {
+		out.Durations[i].Jobs = slices.Clone(out.Durations[i].Jobs)
+	}
+	return out
+}
+
+// RecordStartLatency adds one measured start (the pool deciding to start a runner → the
+// runner online) to the state, keeping the newest PrewarmLatenciesKept. The state given is not
+// modified.
+func RecordStartLatency(st PrewarmState, took time.Duration) PrewarmState {
+	latencies := append(slices.Clone(st.StartLatencies), max(took, 0))
+	st.StartLatencies = latencies[max(len(latencies)-PrewarmLatenciesKept, 0):]
+	return st
+}
+
+// StartLatency is how long before a job is due its runners start: PrewarmLatencyQuantile of
+// the pool's measured starts, by nearest rank, once it has PrewarmLatenciesMin of them;
+// PrewarmStartLatency until then.
+func StartLatency(measured []time.Duration) time.Duration {
+	if len(measured) < PrewarmLatenciesMin {
+		return PrewarmStartLatency
+	}
+	took, _ := durationQuantile(measured, PredictPolicy{Quantile: PrewarmLatencyQuantile, Kept: PrewarmLatenciesKept})
+	return took
+}
