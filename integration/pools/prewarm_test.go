@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
+	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
@@ -127,6 +128,11 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	t.Logf("runners started for the failing run: %d (lint, test and, when warmed in time, build's)", st.Totals.Started-before)
 	if skipped, _ := world.GitHub.Run(failing); skipped.ByJob["build"][0].Conclusion != githubdouble.ConclusionSkipped {
 		t.Errorf("build of the failing run concluded %q, want skipped", skipped.ByJob["build"][0].Conclusion)
+	}
+	if testworld.RecordingHistories() {
+		// A prewarming pool's history takes the prewarm gate's new branch: graph reads,
+		// runners warmed ahead, a release (changePrewarm).
+		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-prewarm")
 	}
 }
 
