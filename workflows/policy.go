@@ -733,8 +733,14 @@ const (
 // These three are variables, not constants, for one reason: the integration tests must see each
 // of them pass, and at their production lengths they cost the suite minutes per test. A test
 // world shortens them before its worker starts (testworld.ShortenRestWaits); nothing else
-// assigns them. A history recorded with other lengths replays the same: a timer's or a retry's
-// length is not part of the command that identifies it.
+// assigns them but the replay test.
+//
+// A length is part of what a pool decides, not only of how long a timer runs: it sets when the
+// pool next wakes, and so whether the pool replaces its kept timer (waitWithKeptTimer). A
+// history recorded with other lengths can therefore issue other commands on replay, so a
+// history recorded in a test world carries the lengths it ran with beside it
+// (<name>-<build>.rest-waits, RestWaits as JSON) and the replay test replays it under them. For
+// the same reason, changing one of these lengths in a release is a change to gate like any other.
 var (
 	// PoolRunnerCheckInterval: at rest the pool checks for runner workflows that ended without a
 	// report this often (while runners register, at the listing's short interval). Every 2 min
@@ -747,6 +753,27 @@ var (
 	// (QuotaRetryInitial): a pod starts at most a minute after room appears.
 	QuotaRetryMax = time.Minute
 )
+
+// RestWaits are the three waits at rest as one value: what a test world sets, and what a
+// history recorded in one replays under.
+type RestWaits struct {
+	PoolRunnerCheckInterval time.Duration `json:"poolRunnerCheckInterval"`
+	PoolListingInterval     time.Duration `json:"poolListingInterval"`
+	QuotaRetryMax           time.Duration `json:"quotaRetryMax"`
+}
+
+// ProductionRestWaits are the waits as built, before anything shortened them.
+var ProductionRestWaits = CurrentRestWaits()
+
+// CurrentRestWaits are the waits in force.
+func CurrentRestWaits() RestWaits {
+	return RestWaits{PoolRunnerCheckInterval: PoolRunnerCheckInterval, PoolListingInterval: PoolListingInterval, QuotaRetryMax: QuotaRetryMax}
+}
+
+// Apply puts the waits in force; call it before any worker runs.
+func (w RestWaits) Apply() {
+	PoolRunnerCheckInterval, PoolListingInterval, QuotaRetryMax = w.PoolRunnerCheckInterval, w.PoolListingInterval, w.QuotaRetryMax
+}
 
 // ---- Scope listing: one runner listing per GitHub scope, shared by its pools ----
 

@@ -1,9 +1,14 @@
 package workflows
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	tlog "go.temporal.io/sdk/log"
@@ -60,10 +65,34 @@ func TestEveryWorkflowTypeHasRecordedHistories(t *testing.T) {
 }
 
 func replay(t *testing.T, d Definition, file string) {
+	replayUnderRecordedRestWaits(t, file)
 	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(d.Fn, workflow.RegisterOptions{Name: d.Name})
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
 		t.Fatalf("replay %s: %v", file, err)
 	}
+}
+
+// replayUnderRecordedRestWaits puts in force, for one replay, the waits at rest a history was
+// recorded under when its world shortened them (<name>-<build>.rest-waits beside it): they
+// decide when a pool wakes, so under production's lengths such a history can ask for other
+// commands than it recorded (policy.go, "Waits at rest that a test world shortens").
+func replayUnderRecordedRestWaits(t *testing.T, file string) {
+	b, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".rest-waits")
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits RestWaits
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&waits); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	was := CurrentRestWaits()
+	waits.Apply()
+	t.Cleanup(was.Apply)
 }

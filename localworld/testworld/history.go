@@ -3,8 +3,10 @@ package testworld
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/runnerflow/runnerflow/workflows"
 )
 
 // RecordHistoryEnv names the build whose workflow histories the integration tests record into
@@ -24,7 +28,9 @@ func RecordingHistories() bool { return os.Getenv(RecordHistoryEnv) != "" }
 
 // RecordHistory exports one workflow run's history with the real temporal CLI, the way an
 // operator would (`temporal workflow show --output json`), into
-// workflows/testdata/<name>-<build>.json. An empty runID takes the latest run.
+// workflows/testdata/<name>-<build>.json. An empty runID takes the latest run. A history
+// recorded while the waits at rest are not production's gets them beside it, in
+// <name>-<build>.rest-waits, for the replay test to replay it under (workflows.RestWaits).
 func (t *Temporal) RecordHistory(workflowID, runID, name string) (string, error) {
 	build := os.Getenv(RecordHistoryEnv)
 	if build == "" {
@@ -43,8 +49,28 @@ func (t *Temporal) RecordHistory(workflowID, runID, name string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(root, "workflows", "testdata", name+"-"+build+".json")
-	return path, os.WriteFile(path, out, 0o644)
+	base := filepath.Join(root, "workflows", "testdata", name+"-"+build)
+	if err := recordRestWaits(base + ".rest-waits"); err != nil {
+		return "", err
+	}
+	return base + ".json", os.WriteFile(base+".json", out, 0o644)
+}
+
+// recordRestWaits writes the waits at rest in force to path when they are not production's,
+// and removes a path left by an earlier recording otherwise.
+func recordRestWaits(path string) error {
+	waits := workflows.CurrentRestWaits()
+	if waits == workflows.ProductionRestWaits {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.MarshalIndent(waits, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // moduleRoot is the nearest folder above the working directory that holds go.mod.

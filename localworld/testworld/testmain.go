@@ -38,7 +38,12 @@ func RunTests(m *testing.M, opts WorldOptions, world **World) int {
 // RunTests: the package's in-process workers read them; a worker binary a test starts keeps the
 // production lengths.
 func ShortenRestWaits() {
-	workflows.PoolRunnerCheckInterval = 30 * time.Second
-	workflows.PoolListingInterval = 30 * time.Second
-	workflows.QuotaRetryMax = 10 * time.Second
+	ShortRestWaits.Apply()
+}
+
+// ShortRestWaits are the lengths ShortenRestWaits puts in force.
+var ShortRestWaits = workflows.RestWaits{
+	PoolRunnerCheckInterval: 30 * time.Second,
+	PoolListingInterval:     30 * time.Second,
+	QuotaRetryMax:           10 * time.Second,
 }
