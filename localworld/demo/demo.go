@@ -19,7 +19,8 @@ import (
 )
 
 // PoolsYAML is the demo's pools file: an organization pool of ephemeral runners, a
-// repository pool of persistent ones and an organization's runner scale set.
+// repository pool of persistent ones, an organization's runner scale set, and a pool that
+// warms runners ahead of a pipeline's predicted jobs.
 //
 //go:embed pools.yaml
 var PoolsYAML []byte
@@ -37,6 +38,9 @@ const (
 )
 
 var orgRepos = []string{demoOrg + "/app", demoOrg + "/api"}
+
+// burstPools are the pools the burst's jobs go to (poolFor).
+var burstPools = []string{orgPool, repoPool, scaleSetPool}
 
 // Options configure Run.
 type Options struct {
@@ -71,6 +75,8 @@ type Result struct {
 	// FirstStarts holds, for each pool that started a job, the time from the burst to the
 	// first of its jobs starting.
 	FirstStarts map[string]time.Duration
+	// Prewarm is how the pipeline's build found its runner once the pool had learned it.
+	Prewarm PrewarmResult
 }
 
 // Run is the demo: start everything, apply the pools, fire the burst, report progress and a
@@ -91,10 +97,17 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err := sys.prepareGitHub(); err != nil {
 		return res, err
 	}
+	if err := sys.pushPipeline(); err != nil {
+		return res, err
+	}
 	if err := sys.ApplyPools(ctx, PoolsYAML, opts.Out); err != nil {
 		return res, err
 	}
 	jobs, err := sys.fireBurst(opts.Jobs)
+	if err != nil {
+		return res, err
+	}
+	learning, err := sys.startPipelines(learningRuns)
 	if err != nil {
 		return res, err
 	}
@@ -105,6 +118,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	res.Took, res.FirstStarts = sys.burstTimes(jobs)
 	printSummary(opts.Out, res, sys.githubCalls())
 	if err != nil {
+		return res, err
+	}
+	if res.Prewarm, err = sys.showPrewarm(ctx, learning, opts.Timeout, opts.Out); err != nil {
 		return res, err
 	}
 	if opts.ExitWhenDone {

@@ -47,6 +47,9 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 			t.Errorf("%s's first job started %s after the burst (started: %t), want within %s", pool, d, ok, firstStartBound)
 		}
 	}
+	if !res.Prewarm.WarmedAhead {
+		t.Errorf("the pipeline's build ran on a runner started when it was queued, want one warmed ahead: %+v\n%s", res.Prewarm, out.String())
+	}
 	if logged := errorLog.String(); logged != "" {
 		t.Errorf("the demo logged errors in a normal run:\n%s", logged)
 	}
@@ -63,7 +66,7 @@ func TestDemoRunsABurstToTheEnd(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{fmt.Sprintf("%d of %d jobs done", jobs, jobs), "p50", "p95", "max", "answered 200", "applied pool/org-linux: created", "applied pool/web-large: created", "applied pool/org-scaleset: created", fmt.Sprintf("%d for org-scaleset", jobs/3), "first job started after: org-linux"} {
+	for _, want := range []string{fmt.Sprintf("%d of %d jobs done", jobs, jobs), "p50", "p95", "max", "answered 200", "applied pool/org-linux: created", "applied pool/web-large: created", "applied pool/org-scaleset: created", "applied pool/org-pipelines: created", "Prewarming (org-pipelines)", fmt.Sprintf("%d for org-scaleset", jobs/3), "first job started after: org-linux"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -48,7 +48,7 @@ func (s *System) watchProgress(ctx context.Context, jobs []githubdouble.Job, opt
 	defer tick.Stop()
 	for {
 		done := s.jobsDone(jobs)
-		recorded := len(s.latencies.Samples(workflows.MetricScaleUpPodCreated))
+		recorded := len(s.latencies.Samples(workflows.MetricScaleUpPodCreated, burstPools...))
 		fmt.Fprintf(opts.Out, "  %5.1fs  %s  jobs done %d/%d\n", time.Since(start).Seconds(), s.poolLine(ctx), done, len(jobs))
 		if done == len(jobs) && recorded >= len(jobs) {
 			return done, nil
@@ -77,7 +77,7 @@ func (s *System) jobsDone(jobs []githubdouble.Job) int {
 // poolLine is each pool's runners by state, from its status query.
 func (s *System) poolLine(ctx context.Context) string {
 	var parts []string
-	for _, pool := range []string{orgPool, repoPool, scaleSetPool} {
+	for _, pool := range []string{orgPool, repoPool, scaleSetPool, pipelinePool} {
 		st, err := poolcli.Status(ctx, s.Temporal, pool)
 		if err != nil {
 			parts = append(parts, pool+": (no status)")
@@ -101,8 +101,8 @@ func (s *System) poolLine(ctx context.Context) string {
 // recorded them, the last from GitHub's own job times.
 func (s *System) latencyReport(jobs []githubdouble.Job) map[Stage][]time.Duration {
 	out := map[Stage][]time.Duration{
-		StagePodCreated:   s.latencies.Samples(workflows.MetricScaleUpPodCreated),
-		StageRunnerOnline: s.latencies.Samples(workflows.MetricScaleUpRunnerOnline),
+		StagePodCreated:   s.latencies.Samples(workflows.MetricScaleUpPodCreated, burstPools...),
+		StageRunnerOnline: s.latencies.Samples(workflows.MetricScaleUpRunnerOnline, burstPools...),
 	}
 	for _, j := range jobs {
 		if cur, ok := s.World.GitHub.Job(j.ID); ok && cur.RunnerName != "" {

@@ -12,20 +12,32 @@ import (
 // sampler is the Temporal metrics handler the demo's worker reports through: everything goes
 // on to the registry's handler, and runnerflow's own timers (the scale-up latencies the
 // runner workflows record) are also kept as exact samples, so the demo's summary shows the
-// very values the histograms were given, with true percentiles and maxima.
+// very values the histograms were given, with true percentiles and maxima. Samples are kept by
+// the pool they were tagged with, so the burst's figures leave out the pipeline's.
 type sampler struct {
 	next    client.MetricsHandler
 	mu      *sync.Mutex
-	samples map[string][]time.Duration
+	samples map[string][]sample
+	pool    string
+}
+
+// sample is one recorded duration and the pool it was tagged with.
+type sample struct {
+	pool string
+	d    time.Duration
 }
 
 func newSampler(next client.MetricsHandler) *sampler {
-	return &sampler{next: next, mu: &sync.Mutex{}, samples: map[string][]time.Duration{}}
+	return &sampler{next: next, mu: &sync.Mutex{}, samples: map[string][]sample{}}
 }
 
 // WithTags implements client.MetricsHandler.
 func (s *sampler) WithTags(tags map[string]string) client.MetricsHandler {
-	return &sampler{next: s.next.WithTags(tags), mu: s.mu, samples: s.samples}
+	pool := s.pool
+	if p, ok := tags["pool"]; ok {
+		pool = p
+	}
+	return &sampler{next: s.next.WithTags(tags), mu: s.mu, samples: s.samples, pool: pool}
 }
 
 // Counter implements client.MetricsHandler.
@@ -53,12 +65,18 @@ func (t sampledTimer) Record(d time.Duration) {
 	t.next.Record(d)
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
-	t.s.samples[t.name] = append(t.s.samples[t.name], d)
+	t.s.samples[t.name] = append(t.s.samples[t.name], sample{pool: t.s.pool, d: d})
 }
 
-// Samples returns a copy of every sample of one timer.
-func (s *sampler) Samples(name string) []time.Duration {
+// Samples returns every sample of one timer tagged with one of the pools.
+func (s *sampler) Samples(name string, pools ...string) []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.samples[name])
+	var out []time.Duration
+	for _, smp := range s.samples[name] {
+		if slices.Contains(pools, smp.pool) {
+			out = append(out, smp.d)
+		}
+	}
+	return out
 }
