@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -65,32 +66,58 @@ func (c *GitHubClient) WorkflowFile(ctx context.Context, repo, path, ref string)
 }
 
 // ReadRunGraph reads a run's workflow file at the run's commit and parses it into the graph
-// Predict reads. Given the path, it is one call; without it (a workflow_job event names the
-// run, not its file) it reads the run first, so a caller that knows the path saves that call.
-// A missing file, one that does not parse and one too large are results naming why there is
-// no graph, not failures: the caller decides without a prediction. Other errors are classified
-// as every GitHub call's are, and retried by the policy. Neither the result nor any log holds
-// the file's content.
+// Predict reads. Given the path (the pool remembers it from an earlier run of the workflow),
+// it is one call; without it (a workflow_job event names the run, not its file) it reads the
+// run first. A given path that is stale — no file there at the commit, or one of another
+// workflow's name (the workflow was moved or renamed) — is dropped for the run's: three calls,
+// and the result names the path read, which the caller remembers instead. A missing file, one
+// that does not parse and one too large are results naming why there is no graph, not
+// failures: the caller decides without a prediction. Other errors are classified as every
+// GitHub call's are, and retried by the policy. Neither the result nor any log holds the
+// file's content.
 func (a *GitHubActivities) ReadRunGraph(ctx context.Context, in workflows.ReadRunGraphInput) (workflows.ReadRunGraphResult, error) {
 	if _, _, err := splitRepo(in.Repository); err != nil || in.HeadSHA == "" || (in.Path == "" && in.RunID == 0) {
 		return workflows.ReadRunGraphResult{}, temporal.NewNonRetryableApplicationError(
 			"read run graph: need a repository (owner/name), a commit and a path or run id", workflows.ErrInvalidSpec, nil)
 	}
-	out := workflows.ReadRunGraphResult{Path: in.Path}
-	if out.Path == "" {
-		out.Calls++
-		path, err := a.GitHub.WorkflowRunPath(ctx, in.Repository, in.RunID)
-		if isGitHubStatus(err, http.StatusNotFound) {
-			out.NoGraph = workflows.RunGraphNotFound
-			return out, nil
+	var out graphRead
+	if in.Path != "" {
+		var err error
+		out, err = a.readGraphAt(ctx, in, in.Path)
+		if err != nil || in.RunID == 0 || !out.stale(in.Workflow) {
+			return out.ReadRunGraphResult, err
 		}
-		if err != nil {
-			return workflows.ReadRunGraphResult{}, classifyGitHubError(callGetRun, err)
-		}
-		out.Path = path
 	}
-	out.Calls++
-	src, err := a.GitHub.WorkflowFile(ctx, in.Repository, out.Path, in.HeadSHA)
+	calls := out.Calls + 1
+	path, err := a.GitHub.WorkflowRunPath(ctx, in.Repository, in.RunID)
+	if isGitHubStatus(err, http.StatusNotFound) {
+		return workflows.ReadRunGraphResult{NoGraph: workflows.RunGraphNotFound, Calls: calls}, nil
+	}
+	if err != nil {
+		return workflows.ReadRunGraphResult{}, classifyGitHubError(callGetRun, err)
+	}
+	out, err = a.readGraphAt(ctx, in, path)
+	out.Calls += calls
+	return out.ReadRunGraphResult, err
+}
+
+// graphRead is one read of a file: the result, and the workflow name the file gives itself.
+type graphRead struct {
+	workflows.ReadRunGraphResult
+	name string
+}
+
+// stale reports whether the file read at a remembered path is not the run's: none there, or
+// it parsed under another workflow name than the run's (when the run's is known). A file
+// that does not parse cannot tell; it is taken as the run's, a workflow broken since.
+func (r graphRead) stale(workflow string) bool {
+	return r.NoGraph == workflows.RunGraphNotFound || (r.Graph != nil && workflow != "" && r.name != workflow)
+}
+
+// readGraphAt reads and parses the file at path at the run's commit, in one call.
+func (a *GitHubActivities) readGraphAt(ctx context.Context, in workflows.ReadRunGraphInput, path string) (graphRead, error) {
+	out := graphRead{ReadRunGraphResult: workflows.ReadRunGraphResult{Path: path, Calls: 1}}
+	src, err := a.GitHub.WorkflowFile(ctx, in.Repository, path, in.HeadSHA)
 	switch {
 	case isGitHubStatus(err, http.StatusNotFound):
 		out.NoGraph = workflows.RunGraphNotFound
@@ -99,7 +126,7 @@ func (a *GitHubActivities) ReadRunGraph(ctx context.Context, in workflows.ReadRu
 		out.NoGraph = workflows.RunGraphTooLarge
 		return out, nil
 	case err != nil:
-		return workflows.ReadRunGraphResult{}, classifyGitHubError(callGetContents, err)
+		return graphRead{}, classifyGitHubError(callGetContents, err)
 	}
 	g, err := jobgraph.Parse(src)
 	if err != nil {
@@ -109,5 +136,7 @@ func (a *GitHubActivities) ReadRunGraph(ctx context.Context, in workflows.ReadRu
 	}
 	rg := g.RunGraph()
 	out.Graph = &rg
+	// GitHub names a run by its file's name, or by its path when the file names none.
+	out.name = cmp.Or(g.Name, path)
 	return out, nil
 }

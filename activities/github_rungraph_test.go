@@ -126,3 +126,46 @@ func TestReadRunGraphSaysWhyThereIsNoGraph(t *testing.T) {
 		t.Errorf("missing file: %+v, want no graph, not found", out)
 	}
 }
+
+// A path remembered from an earlier run that no longer holds the run's file — the workflow
+// was moved, or another workflow took its path — costs the run's read one call more (three):
+// the run is read for its path, and the result names the path read, for the pool to remember.
+func TestReadRunGraphAtAStalePathReadsTheRun(t *testing.T) {
+	e := newEnv(t)
+	const other = ".github/workflows/other.yml"
+	sha := e.push("", map[string]string{
+		pipelinePath: pipelineFile,
+		other:        "name: other\non: push\njobs:\n  only:\n    runs-on: linux\n    steps: [{run: true}]\n",
+	})
+	run, err := e.gh.StartRun(githubdouble.RunSpec{Repository: "acme/app", Path: pipelinePath, Ref: sha})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ what, path string }{
+		{"moved: nothing at the path", ".github/workflows/old-ci.yml"},
+		{"another workflow at the path", other},
+	} {
+		out, calls := e.readRunGraph(workflows.ReadRunGraphInput{
+			Repository: "acme/app", HeadSHA: run.HeadSHA, RunID: run.ID, Path: tc.path, Workflow: run.Workflow,
+		})
+		checkPipeline(t, out)
+		if calls != 3 || out.Calls != 3 || out.Path != pipelinePath {
+			t.Errorf("%s: double answered %d calls, result says %d, path %q; want 3 and %s", tc.what, calls, out.Calls, out.Path, pipelinePath)
+		}
+	}
+	// The run's own name at its own path: one call, the name checked against the file's.
+	out, calls := e.readRunGraph(workflows.ReadRunGraphInput{
+		Repository: "acme/app", HeadSHA: run.HeadSHA, RunID: run.ID, Path: pipelinePath, Workflow: run.Workflow,
+	})
+	checkPipeline(t, out)
+	if calls != 1 || out.Calls != 1 || out.Path != pipelinePath {
+		t.Errorf("known path: double answered %d calls, result says %d, path %q; want 1", calls, out.Calls, out.Path)
+	}
+	// Neither the path nor the run found: no graph, and no path read.
+	out, calls = e.readRunGraph(workflows.ReadRunGraphInput{
+		Repository: "acme/app", HeadSHA: run.HeadSHA, RunID: run.ID + 1000, Path: ".github/workflows/old-ci.yml",
+	})
+	if out.Graph != nil || out.NoGraph != workflows.RunGraphNotFound || out.Path != "" || calls != 2 || out.Calls != 2 {
+		t.Errorf("stale path of an unknown run: %+v after %d calls; want not found, no path, 2 calls", out, calls)
+	}
+}
