@@ -1061,6 +1061,16 @@ const (
 	// PrewarmWorkflowsKept bounds the workflows whose run times a pool keeps (PrewarmDurationsKept
 	// each, per job): the least recently run is forgotten first.
 	PrewarmWorkflowsKept = 20
+	// PrewarmPathsKept bounds the workflow files' paths a pool remembers (PrewarmState.Paths),
+	// each saving one GitHub call per later run of its workflow. More than the
+	// PrewarmWorkflowsKept whose run times are kept, since a workflow too new or too rare to
+	// predict from still has its runs read; the least recently read is forgotten first, and
+	// a forgotten one costs its next run one more call, nothing else.
+	PrewarmPathsKept = 32
+	// PrewarmPathMax: the bytes (as JSON) of a path the pool remembers. A workflow file's
+	// path is ".github/workflows/" and a file name (at most 255 bytes on GitHub); a longer
+	// one is not remembered, and its runs are read in two calls.
+	PrewarmPathMax = 320
 	// PrewarmJobsKept bounds the jobs of one workflow whose run times are kept: a file with
 	// more jobs predicts only from the first ones seen. Thirty covers pipelines of a few
 	// stages and keeps the run times within PrewarmStateBytesMax beside the runs.

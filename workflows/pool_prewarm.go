@@ -75,7 +75,7 @@ func (p *poolRun) tendPrewarm(now time.Time) {
 	}
 	st := p.prewarmState()
 	for _, run := range RunsToRead(st) {
-		p.readRunGraph(run)
+		p.readRunGraph(run, KnownPath(st, run))
 	}
 	plan := PlanPrewarm(PrewarmPlanInput{
 		State: st, Now: now, PoolLabels: p.st.Spec.Labels, Taken: p.takenJobs(now),
@@ -103,15 +103,16 @@ func (p *poolRun) prewarmState() PrewarmState {
 	return *p.st.Prewarm
 }
 
-// readRunGraph reads one run's graph beside the loop, once: a failed read (after the
+// readRunGraph reads one run's graph beside the loop, once, at the path its workflow's file
+// was last read from when there is one (one call, not two): a failed read (after the
 // policy's retries) is recorded as the run's missing graph, and the run is predicted nothing.
-func (p *poolRun) readRunGraph(run PrewarmRun) {
+func (p *poolRun) readRunGraph(run PrewarmRun, path string) {
 	ref := prewarmRunRef{repo: run.Repository, runID: run.RunID}
 	if slices.Contains(p.prewarm.reading, ref) {
 		return
 	}
 	p.prewarm.reading = append(p.prewarm.reading, ref)
-	in := ReadRunGraphInput{Repository: run.Repository, HeadSHA: run.HeadSHA, RunID: run.RunID}
+	in := ReadRunGraphInput{Repository: run.Repository, HeadSHA: run.HeadSHA, RunID: run.RunID, Path: path, Workflow: run.Workflow}
 	workflow.Go(p.ctx, func(ctx workflow.Context) {
 		res, err := runActivity[ReadRunGraphInput, ReadRunGraphResult](ctx, RunGraphReadPolicy, ActivityReadRunGraph, in)
 		p.prewarm.reading = slices.DeleteFunc(p.prewarm.reading, func(r prewarmRunRef) bool { return r == ref })

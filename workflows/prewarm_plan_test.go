@@ -281,6 +281,7 @@ func TestGraphJobOf(t *testing.T) {
 		{"Build image", "build"},
 		{"build", ""}, // named: GitHub shows the name, not the id
 		{"deploy (eu, web)", "deploy"},
+		{"deploy (a)", "deploy"}, // a one-dimension matrix: GitHub's name for region: [a, ...]
 		{"E2E linux", ""},
 		{"Twin", ""},
 		{"lint / inner", ""},
@@ -436,7 +437,8 @@ func TestPlanPrewarmWarmsNothingForAJobItCannotTell(t *testing.T) {
 // TestPrewarmStateWorstCaseFits: a pool's prewarm memory with every bound at its worst —
 // PrewarmRunsKept runs, each with the largest graph boundRunGraph keeps, PrewarmRunJobsKept
 // jobs heard under names as long as a workflow file allows and costly to write in JSON,
-// every job warmed for, and the run times of PrewarmWorkflowsKept workflows — marshals
+// every job warmed for, the run times of PrewarmWorkflowsKept workflows and the paths of
+// PrewarmPathsKept — marshals
 // within PrewarmStateBytesMax, well below the 2 MB Temporal takes in a payload.
 func TestPrewarmStateWorstCaseFits(t *testing.T) {
 	long := func(c string, n int) string { return strings.Repeat(c, n) }
@@ -498,6 +500,15 @@ func TestPrewarmStateWorstCaseFits(t *testing.T) {
 	}
 	for range PrewarmLatenciesKept {
 		st = RecordStartLatency(st, time.Hour)
+	}
+	// The paths remembered: as many workflows as kept, under the longest name and path
+	// rememberPath keeps, costly to write in JSON.
+	for w := range PrewarmPathsKept + 1 {
+		run := PrewarmRun{Repository: repo, Workflow: fmt.Sprintf("%03d", w) + long("<", (PrewarmSeenNameMax-3-3)/6)}
+		st.rememberPath(run, long("&", PrewarmPathMax/6))
+	}
+	if len(st.Paths) != PrewarmPathsKept {
+		t.Fatalf("%d paths remembered at the caps, want %d", len(st.Paths), PrewarmPathsKept)
 	}
 	st.Released, st.ReleasedUntil = math.MaxInt, afterStart(time.Hour)
 

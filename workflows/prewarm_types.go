@@ -129,8 +129,9 @@ type JobPrediction struct {
 const ActivityReadRunGraph = "ReadRunGraph"
 
 // ReadRunGraphInput names the file of one run: its repository, the commit the run is at, and
-// the file's path, or, when the path is not known (a workflow_job event does not carry it),
-// the run whose path GitHub is asked for.
+// the file's path when the pool knows it from an earlier run of the workflow, and the run,
+// whose path GitHub is asked for when the path is not known (a workflow_job event does not
+// carry it) or turns out stale.
 type ReadRunGraphInput struct {
 	// Repository is "owner/repo".
 	Repository string `json:"repository"`
@@ -139,8 +140,13 @@ type ReadRunGraphInput struct {
 	// Path is the workflow file's path, e.g. ".github/workflows/ci.yml"; empty means read the
 	// run (RunID) first to learn it.
 	Path string `json:"path,omitempty"`
-	// RunID is the run, needed only when Path is empty.
+	// RunID is the run, needed when Path is empty; with a Path, the run read when the file is
+	// not at that path at the commit, or is another workflow's (the workflow was moved or
+	// renamed since the path was learned).
 	RunID int64 `json:"runId,omitempty"`
+	// Workflow is the run's workflow name as its events report it: a file read at a known
+	// Path whose name is another is not the run's. Empty: not checked.
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // Why a ReadRunGraphResult holds no graph: each is an answer, not a failure, so the caller
@@ -160,9 +166,11 @@ type ReadRunGraphResult struct {
 	Graph *RunGraph `json:"graph,omitempty"`
 	// NoGraph is one of the RunGraph* reasons when Graph is nil.
 	NoGraph string `json:"noGraph,omitempty"`
-	// Path is the file read, as given or as the run named it.
+	// Path is the file last read: as given, or as the run named it when none was given or
+	// the given one was stale; empty when no file was read (the run was not found).
 	Path string `json:"path,omitempty"`
-	// Calls is how many GitHub calls the read made (1 with the path known, 2 without).
+	// Calls is how many GitHub calls the read made: 1 with the path known, 2 without, 3 when
+	// the known path was stale.
 	Calls int `json:"calls"`
 }
 
@@ -208,6 +216,17 @@ type PrewarmState struct {
 	// StartLatencies are the pool's last starts (deciding to start a runner → the runner
 	// online), newest last, at most PrewarmLatenciesKept: StartLatency reads them.
 	StartLatencies []time.Duration `json:"startLatencies,omitempty"`
+	// Paths are the workflow files' paths the pool read its runs' graphs from, least recently
+	// read first, at most PrewarmPathsKept: a later run of the same workflow is read in one
+	// call instead of two (KnownPath).
+	Paths []WorkflowPath `json:"paths,omitempty"`
+}
+
+// WorkflowPath is where one workflow's file was last read.
+type WorkflowPath struct {
+	// Workflow is "owner/repo" and the workflow's name, as WorkflowDurations names it.
+	Workflow string `json:"workflow"`
+	Path     string `json:"path"`
 }
 
 // PrewarmRun is one workflow run the pool follows.
