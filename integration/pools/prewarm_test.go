@@ -1,15 +1,22 @@
 package pools
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
 )
 
-// prewarmPipeline is issue 39's run without its matrix: lint and test, then build.
+// prewarmPipeline is issue 39's run: lint and test, then build, then a deploy over a 4-way
+// matrix. prewarmBroken is a second workflow of the repository the pool cannot read.
 const (
 	prewarmPipelinePath = ".github/workflows/ci.yml"
 	prewarmPipeline     = `name: CI
@@ -25,22 +32,34 @@ jobs:
     needs: [lint, test]
     runs-on: [self-hosted, linux]
     steps: [{run: make build}]
+  deploy:
+    needs: build
+    runs-on: [self-hosted, linux]
+    strategy: {matrix: {region: [a, b, c, d]}}
+    steps: [{run: make deploy}]
 `
+	prewarmBrokenPath = ".github/workflows/nightly.yml"
+	prewarmBroken     = "name: Nightly\non: push\njobs: [this is not, a workflow\n"
 )
 
-// A prewarming pool, taught the jobs' run times (20 s) by five earlier runs of the workflow,
-// has build's runner started before build is queued: build starts on it at once, where the
-// run's first jobs waited for theirs. Each job still has one runner, and each run's graph is
-// read once (two calls: the run for its file's path, then the file). A run whose test fails
-// lets the runner warmed for build go within the grace.
+// A prewarming pool, taught the jobs' run times (15 s) by five earlier runs of the workflow,
+// has build's runner and deploy's four started before they are queued: each starts on its
+// runner at once, where the run's first jobs waited for theirs. Each job still has one
+// runner; the sixth run's graph is read in one call, at the path the earlier runs' reads
+// found the file at. A run of a workflow whose file does not parse, beside it, runs as
+// without prewarming: its reason recorded, nothing predicted for it. A run whose test fails
+// lets the runners warmed for build and deploy go within the grace.
 func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 	p := newPoolTest(t, "prewarm")
 	p.webhooks()
-	spec := p.spec(0, 10, "20s")
+	spec := p.spec(0, 24, "15s")
 	spec.Prewarm = &workflows.PrewarmSpec{Enabled: true}
 	p.apply(spec)
 	repo := p.org + "/app"
-	if _, err := world.GitHub.PushFiles(githubdouble.PushSpec{Repository: repo, Files: map[string]string{prewarmPipelinePath: prewarmPipeline}}); err != nil {
+	sha, err := world.GitHub.PushFiles(githubdouble.PushSpec{Repository: repo, Files: map[string]string{
+		prewarmPipelinePath: prewarmPipeline, prewarmBrokenPath: prewarmBroken,
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	start := func(conclusions map[string]string) int64 {
@@ -50,47 +69,52 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 		}
 		return run.ID
 	}
-	done := func(ids ...int64) func() bool {
-		return func() bool {
-			for _, id := range ids {
-				run, ok := world.GitHub.Run(id)
-				if !ok || len(run.Waiting) > 0 {
-					return false
-				}
-				for _, j := range run.Jobs {
-					if j.Status != githubdouble.StatusCompleted {
-						return false
-					}
-				}
-			}
-			return true
-		}
-	}
 	var earlier []int64
 	for range 5 {
 		earlier = append(earlier, start(nil))
 	}
-	waitFor(t, 3*wait, "the five earlier runs completed", done(earlier...))
+	waitFor(t, 3*wait, "the five earlier runs completed", runsDone(earlier...))
 	calls := len(world.GitHub.CallLog())
 
 	id := start(nil)
-	waitFor(t, wait, "the run completed", done(id))
+	// GitHub runs the broken workflow's jobs (its parser is not the pool's): two jobs of one
+	// run, queued at once.
+	broken, err := world.GitHub.QueueMatrix(githubdouble.JobSpec{
+		Repository: repo, Labels: []string{"self-hosted", "linux"}, Workflow: "Nightly", Name: "nightly",
+		HeadSHA: sha, WorkflowPath: prewarmBrokenPath,
+	}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokenRun := fmt.Sprintf("run %d (", broken[0].RunID)
+	for !runsDone(id)() || !jobsDone(broken) {
+		if st := p.status(); strings.Contains(st.PredictedWhy, brokenRun) || st.Mode != workflows.PoolActive {
+			t.Errorf("pool %s (%s), predicted %d: %s; want active, nothing predicted for the broken run", st.Mode, st.ModeReason, st.Predicted, st.PredictedWhy)
+		}
+		time.Sleep(time.Second)
+	}
 	run, _ := world.GitHub.Run(id)
-	lint, build := run.ByJob["lint"][0], run.ByJob["build"][0]
-	coldWait, buildWait := lint.StartedAt.Sub(lint.CreatedAt), build.StartedAt.Sub(build.CreatedAt)
-	t.Logf("lint waited %s for a runner started when it was queued, build %s", coldWait, buildWait)
-	if buildWait > 3*time.Second || buildWait*2 > coldWait {
-		t.Errorf("build waited %s for its runner, lint %s: want build's runner ready when build is queued", buildWait, coldWait)
+	lint := run.ByJob["lint"][0]
+	coldWait := lint.StartedAt.Sub(lint.CreatedAt)
+	t.Logf("lint waited %s for a runner started when it was queued", coldWait)
+	for _, j := range append(run.ByJob["build"], run.ByJob["deploy"]...) {
+		waited := j.StartedAt.Sub(j.CreatedAt)
+		t.Logf("%s waited %s", j.Name, waited)
+		if waited > 3*time.Second || waited*2 > coldWait {
+			t.Errorf("%s waited %s for its runner, lint %s: want its runner ready when it is queued", j.Name, waited, coldWait)
+		}
+	}
+	for _, j := range broken {
+		j, _ = world.GitHub.Job(j.ID)
+		t.Logf("%s of the broken workflow waited %s", j.Name, j.StartedAt.Sub(j.CreatedAt))
+		if j.Conclusion != githubdouble.ConclusionSuccess {
+			t.Errorf("%s of the broken workflow concluded %q, want success", j.Name, j.Conclusion)
+		}
 	}
 	st := p.eventually(wait, "every runner gone", func(st workflows.PoolStatus) bool { return len(st.Runners) == 0 })
-	if st.Totals.Started != 18 {
-		t.Errorf("%d runners started for 6 runs of 3 jobs, want 18: one a job", st.Totals.Started)
-		for _, d := range st.Decisions {
-			t.Logf("decision at %s: desired %d, started %v, drained %v: %s", d.At.Format("15:04:05.000"), d.Desired, d.Started, d.Drained, d.Why)
-		}
-		for _, f := range st.Finished {
-			t.Logf("finished %s %s at %s: %s", f.Name, f.State, f.At.Format("15:04:05.000"), f.Reason)
-		}
+	if want := int64(6*7 + 2); st.Totals.Started != want {
+		t.Errorf("%d runners started for 6 runs of 7 jobs and the broken run's 2, want %d: one a job", st.Totals.Started, want)
+		logDecisions(t, st)
 	}
 	graphCalls := 0
 	for _, c := range world.GitHub.CallLog()[calls:] {
@@ -98,24 +122,30 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 			graphCalls++
 		}
 	}
-	if graphCalls != 2 {
-		t.Errorf("%d reads of the run and its file, want 2: the run's graph read once", graphCalls)
+	reads := graphReads(t, p)
+	six, nightly := reads[id], reads[broken[0].RunID]
+	if six.Calls != 1 || six.Path != prewarmPipelinePath || six.Graph == nil {
+		t.Errorf("sixth run's graph read %+v, want one call at %s: the path the earlier reads found", six, prewarmPipelinePath)
+	}
+	if nightly.Graph != nil || nightly.NoGraph != workflows.RunGraphInvalid || nightly.Calls != 2 || nightly.Path != prewarmBrokenPath {
+		t.Errorf("broken run's graph read %+v, want no graph (%s) after reading the run and the file", nightly, workflows.RunGraphInvalid)
+	}
+	if graphCalls != six.Calls+nightly.Calls {
+		t.Errorf("the double answered %d reads of runs and files, the reads say %d and %d", graphCalls, six.Calls, nightly.Calls)
 	}
 
-	// A run whose test fails: build will be skipped, so the runner warmed for it (when test
-	// ran long enough for its start to come) goes at once, though a scale-down delay of ten
-	// minutes holds any other idle runner.
+	// A run whose test fails: build and deploy will be skipped, so the runners warmed for them
+	// (when test ran long enough for their start to come) go at once, though a scale-down
+	// delay of ten minutes holds any other idle runner.
 	spec.ScaleDownDelay.Duration = 10 * time.Minute
 	p.apply(spec)
 	before := st.Totals.Started
 	failing := start(map[string]string{"test": githubdouble.ConclusionFailure})
-	waitFor(t, wait, "the failing run completed, build skipped", done(failing))
+	waitFor(t, wait, "the failing run completed, build skipped", runsDone(failing))
 	deadline := time.Now().Add(time.Minute)
 	for st = p.status(); len(st.Runners) > 0 || st.Predicted > 0; st = p.status() {
 		if time.Now().After(deadline) {
-			for _, d := range st.Decisions {
-				t.Logf("decision at %s: desired %d, started %v, drained %v: %s", d.At.Format("15:04:05.000"), d.Desired, d.Started, d.Drained, d.Why)
-			}
+			logDecisions(t, st)
 			run, _ := world.GitHub.Run(failing)
 			for _, j := range run.Jobs {
 				t.Logf("job %s %s/%s created %s started %s completed %s", j.Name, j.Status, j.Conclusion,
@@ -125,14 +155,94 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	t.Logf("runners started for the failing run: %d (lint, test and, when warmed in time, build's)", st.Totals.Started-before)
-	if skipped, _ := world.GitHub.Run(failing); skipped.ByJob["build"][0].Conclusion != githubdouble.ConclusionSkipped {
-		t.Errorf("build of the failing run concluded %q, want skipped", skipped.ByJob["build"][0].Conclusion)
+	t.Logf("runners started for the failing run: %d (lint, test and, when warmed in time, build's and deploy's)", st.Totals.Started-before)
+	skipped, _ := world.GitHub.Run(failing)
+	for _, j := range append(skipped.ByJob["build"], skipped.ByJob["deploy"]...) {
+		if j.Conclusion != githubdouble.ConclusionSkipped {
+			t.Errorf("%s of the failing run concluded %q, want skipped", j.Name, j.Conclusion)
+		}
 	}
 	if testworld.RecordingHistories() {
 		// A prewarming pool's history takes the prewarm gate's new branch: graph reads,
 		// runners warmed ahead, a release (changePrewarm).
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-prewarm")
+	}
+}
+
+// runsDone reports whether the runs started with StartRun have completed, every job.
+func runsDone(ids ...int64) func() bool {
+	return func() bool {
+		for _, id := range ids {
+			run, ok := world.GitHub.Run(id)
+			if !ok || len(run.Waiting) > 0 {
+				return false
+			}
+			for _, j := range run.Jobs {
+				if j.Status != githubdouble.StatusCompleted {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// jobsDone reports whether the jobs have completed.
+func jobsDone(jobs []githubdouble.Job) bool {
+	for _, j := range jobs {
+		if j, ok := world.GitHub.Job(j.ID); !ok || j.Status != githubdouble.StatusCompleted {
+			return false
+		}
+	}
+	return true
+}
+
+// graphReads are the pool's ReadRunGraph results by run, as its histories recorded them
+// (every run of the pool workflow, back through continue-as-new).
+func graphReads(t *testing.T, p *poolTest) map[int64]workflows.ReadRunGraphResult {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	out := map[int64]workflows.ReadRunGraphResult{}
+	for runID, n := "", 0; n == 0 || (runID != "" && n < 50); n++ {
+		inputs := map[int64]workflows.ReadRunGraphInput{}
+		it := p.c.GetWorkflowHistory(context.Background(), workflows.PoolWorkflowID(p.name), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		runID = ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				runID = a.GetContinuedExecutionRunId()
+			}
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.ActivityReadRunGraph {
+				var in workflows.ReadRunGraphInput
+				if err := dc.FromPayloads(a.GetInput(), &in); err != nil {
+					t.Fatal(err)
+				}
+				inputs[ev.GetEventId()] = in
+			}
+			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+				if in, ok := inputs[a.GetScheduledEventId()]; ok {
+					var res workflows.ReadRunGraphResult
+					if err := dc.FromPayloads(a.GetResult(), &res); err != nil {
+						t.Fatal(err)
+					}
+					out[in.RunID] = res
+				}
+			}
+		}
+	}
+	return out
+}
+
+func logDecisions(t *testing.T, st workflows.PoolStatus) {
+	t.Helper()
+	for _, d := range st.Decisions {
+		t.Logf("decision at %s: desired %d, started %v, drained %v: %s", d.At.Format("15:04:05.000"), d.Desired, d.Started, d.Drained, d.Why)
+	}
+	for _, f := range st.Finished {
+		t.Logf("finished %s %s at %s: %s", f.Name, f.State, f.At.Format("15:04:05.000"), f.Reason)
 	}
 }
 
