@@ -126,6 +126,7 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{"--github-budget", "-1"}, {"extra"}, {"--pools", "-1"}, {"--pools", "50", "--workers", "0"},
 		{"--pools", "50", "--pool-runners", "1001"}, {"--peer", "argo"}, {"--peer", "arc,arc"}, {"--peer", "arc,"},
 		{"--peer", "arc-scaleset", "--skip", "burst"}, {"--warm", "-1"}, {"--jobs", "100,500", "--warm", "501"},
+		{"--pipelines", "-1"},
 	} {
 		if _, _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)

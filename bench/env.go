@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +56,13 @@ type env struct {
 	// to, as GitHub Enterprise Server does, rather than assigns them, as github.com does
 	// (offerJobs).
 	offering sync.Map
+	// jobWork holds the simulator's run time of a job by its id (a func(int64) time.Duration):
+	// the pipelines phase's drawn times while it runs, noJobWork otherwise.
+	jobWork atomic.Value
 }
+
+// noJobWork leaves every job the simulator's run time.
+func noJobWork(int64) time.Duration { return 0 }
 
 func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, err error) {
 	logFile, err := openLog(opts.LogPath)
@@ -71,11 +78,13 @@ func startEnv(ctx context.Context, opts Options, progress io.Writer) (_ *env, er
 			e.stop()
 		}
 	}()
+	e.jobWork.Store(noJobWork)
 	e.say("warnings of the worker and the world go to %s", logFile.Name())
 	e.world, err = testworld.StartWorld(ctx, testworld.WorldOptions{
 		Logger: slog.New(e.online), WorkDuration: opts.JobDuration,
 		GitHubRateLimit: opts.GitHubBudget, GitHubPointsPerMinute: opts.GitHubPointsPerMinute, WebhookSecret: webhookSecret,
 		ScaleSetJobOffersFor: e.offersJobs,
+		JobWork:              func(id int64) time.Duration { return e.jobWork.Load().(func(int64) time.Duration)(id) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start test world: %w", err)

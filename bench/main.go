@@ -91,6 +91,11 @@ type Options struct {
 	// Repeat runs the whole benchmark this many times, one after the other, and prints the
 	// spread (min, median, max) of each burst's operator figures (bench/repeat.go).
 	Repeat int
+	// Pipelines, when above zero, runs the pipelines phase: that many measured runs of a
+	// workflow with a job graph through a predicting pool and one that does not, their run
+	// times drawn with PipelineSeed (bench/pipelines.go).
+	Pipelines    int
+	PipelineSeed uint64
 }
 
 func main() {
@@ -168,6 +173,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, string, error) {
 	fs.BoolVar(&opts.ScaleSet, "scaleset", false, "also run every burst with scale-set pools (listeners instead of webhooks) and print both side by side")
 	fs.StringVar(&out, "out", "", "write the results as JSON to this file")
 	fs.IntVar(&opts.Repeat, "repeat", 1, "run everything this many times and print each burst figure's min, median and max across the runs")
+	fs.IntVar(&opts.Pipelines, "pipelines", 0, "also run the pipelines phase: this many runs of a workflow with a job graph (lint and test, then build, then a 4-way matrix deploy) through a pool that predicts its jobs and one that does not (0: not run)")
+	fs.Uint64Var(&opts.PipelineSeed, "pipeline-seed", 1, "seed of the pipelines phase's job run times")
 	if err := fs.Parse(args); err != nil {
 		return opts, "", err
 	}
@@ -243,6 +250,8 @@ func (o Options) validate() error {
 		return errors.New("--pools and --pool-jobs must not be negative, --pool-runners and --workers must be positive")
 	case o.PoolRunners > workflows.MaxPoolReplicas:
 		return fmt.Errorf("--pool-runners: at most %d runners a pool", workflows.MaxPoolReplicas)
+	case o.Pipelines < 0:
+		return errors.New("--pipelines must not be negative")
 	case o.Peer != "" && o.PeerSyncPeriod <= 0:
 		return errors.New("--peer-sync-period must be positive")
 	}
@@ -294,7 +303,7 @@ func run(ctx context.Context, opts Options, progress io.Writer) (Results, error)
 }
 
 // runRunnerflow starts the world, runs the phases in order (bursts, throughput, with --pools
-// the fleet, with --soak the soak, then memory, which replaces the in-process worker with the worker binary) into
+// the fleet, with --pipelines the pipelines, with --soak the soak, then memory, which replaces the in-process worker with the worker binary) into
 // res, stops the world and returns the log file's path.
 func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *Results) (string, error) {
 	e, err := startEnv(ctx, opts, progress)
@@ -349,6 +358,15 @@ func runRunnerflow(ctx context.Context, opts Options, progress io.Writer, res *R
 		}
 		if err == nil {
 			res.PullFleet = &f
+		}
+	}
+	if opts.Pipelines > 0 {
+		p, err := e.pipelines(ctx)
+		if err != nil && failed("pipelines", err) {
+			return logPath, ctx.Err()
+		}
+		if err == nil {
+			res.Pipelines = &p
 		}
 	}
 	if opts.Soak.Run {

@@ -50,6 +50,7 @@ func printTable(w io.Writer, r Results) {
 	printMemory(tw, r.Memory)
 	printFleet(tw, r.Fleet)
 	printPullFleet(tw, r.PullFleet)
+	printPipelines(tw, r.Pipelines)
 	printSoak(tw, r.Soak)
 	if t := r.Throughput; t != nil {
 		row(tw, "6 starter throughput", fmt.Sprintf("offered %d/s, %d sent", t.OfferedPerSecond, t.Sent),

@@ -21,6 +21,8 @@ type Results struct {
 	// PullFleet holds the --pools phase's pull fleet: pools with a pull section of 20
 	// repositories each, their GitHub calls at rest and busy (bench/pullfleet.go).
 	PullFleet *PullFleetResult `json:"pullFleet,omitempty"`
+	// Pipelines holds the --pipelines phase: runs with a job graph, with prediction and without.
+	Pipelines *PipelinesResult `json:"pipelines,omitempty"`
 	// Soak holds the --soak phase: jobs at a steady rate through injected faults.
 	Soak *SoakResult `json:"soak,omitempty"`
 	// Peer holds another system's figures 1, 2 and 4 for the same bursts (--peer).

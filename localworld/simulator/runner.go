@@ -271,7 +271,7 @@ func (r *runner) serveJobs(work time.Duration, pod *corev1.Pod) *termination {
 			r.goOffline()
 			return &termination{phase: corev1.PodFailed, exitCode: 1, message: "runner crashed while running a job"}
 		}
-		if !r.pause(work) {
+		if !r.pause(r.s.jobWork(job.ID, work)) {
 			return nil
 		}
 		if done, end := r.completeJob(log, job.ID); done {

@@ -89,6 +89,9 @@ type Config struct {
 	// WorkDuration is how long a job takes; zero means 2s. AnnotationWorkDuration overrides it
 	// per pod.
 	WorkDuration time.Duration
+	// JobWork, when set, is how long one job takes, by its id at GitHub, where it answers
+	// above zero (a benchmark's jobs of different lengths); the pod's length otherwise.
+	JobWork func(jobID int64) time.Duration
 	// NodeName is the simulated node pods are bound to; empty means "runnerflow-sim-node".
 	NodeName string
 	// Logger receives the simulator's logs; nil discards them.
@@ -405,6 +408,16 @@ func (s *Simulator) unscheduledFor(runnerName string, annotations map[string]str
 		return 0
 	}
 	return d
+}
+
+// jobWork is how long one job takes: Config.JobWork's answer when above zero, else the pod's.
+func (s *Simulator) jobWork(jobID int64, pods time.Duration) time.Duration {
+	if s.cfg.JobWork != nil {
+		if d := s.cfg.JobWork(jobID); d > 0 {
+			return d
+		}
+	}
+	return pods
 }
 
 func (s *Simulator) workDuration(runnerName string, annotations map[string]string) time.Duration {

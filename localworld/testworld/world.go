@@ -29,6 +29,9 @@ type WorldOptions struct {
 	Logger *slog.Logger
 	// WorkDuration is how long a simulated job takes; zero means the simulator's default.
 	WorkDuration time.Duration
+	// JobWork, when set, is how long one job takes by its id, where it answers above zero
+	// (simulator.Config.JobWork).
+	JobWork func(jobID int64) time.Duration
 	// GitHubRateLimit is the double's request budget per token per hour; zero means GitHub's 5000.
 	GitHubRateLimit int
 	// GitHubPointsPerMinute is the double's secondary rate limit per token: points a rolling
@@ -142,6 +145,7 @@ func (w *World) startSimulator(opts WorldOptions, logger *slog.Logger) {
 		Client:       w.Kubernetes,
 		GitHub:       githubdouble.NewRunnerClient(w.GitHub.URL()),
 		WorkDuration: opts.WorkDuration,
+		JobWork:      opts.JobWork,
 		Logger:       logger.With("part", "simulator"),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
