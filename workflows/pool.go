@@ -289,6 +289,7 @@ func (p *poolRun) recordMetrics(now time.Time) {
 	m.Gauge("runnerflow_pool_warm_registrations").Update(float64(p.warmReady(now)))
 	p.recordClusterMetrics()
 	p.recordScaleSetMetrics(m)
+	p.recordPrewarmMetrics(m)
 	p.recordWaiting(now)
 	counts := p.runnersByState()
 	for _, s := range []RunnerState{RunnerPending, RunnerRegistering, RunnerIdle, RunnerBusy, RunnerDraining} {

@@ -74,6 +74,8 @@ type poolHarness struct {
 	forceRemoveTakes time.Duration
 	// onSegment, if set, adds mocks to each run's environment.
 	onSegment func()
+	// metrics, if set, is every run's workflow metrics handler.
+	metrics client.MetricsHandler
 	// timers counts the durable timers the pool started, over all runs.
 	timers int
 	// silent runners start but never report; asked records the pool's check-registration
@@ -273,6 +275,9 @@ func (h *poolHarness) run(spec PoolSpec, end time.Duration) PoolStatus {
 func (h *poolHarness) segment(in PoolInput, now time.Time) error {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
+	if h.metrics != nil {
+		suite.SetMetricsHandler(h.metrics)
+	}
 	env := suite.NewTestWorkflowEnvironment()
 	h.env = env
 	// Signals sent to the last run and never received are sent again (their events not fired).

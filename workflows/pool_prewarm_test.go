@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -128,6 +129,8 @@ func TestPrewarmWarmsBeforeTheJobIsQueued(t *testing.T) {
 	var baseline string
 	for _, canAfter := range []int{0, 2, 5} {
 		h := newPoolHarness(t, canAfter)
+		rec := newCounterRecorder()
+		h.metrics = rec
 		spec, upstream := prewarmScenario(h, true)
 		h.check(14*time.Minute+10*time.Second, "a runner started for build before it is queued", func(st PoolStatus) bool {
 			return st.Totals.Started == 3 && st.Predicted == 1 && st.Reservations == 2
@@ -154,6 +157,11 @@ func TestPrewarmWarmsBeforeTheJobIsQueued(t *testing.T) {
 		end := h.run(spec, 15*time.Minute)
 		if reads := h.graphReads(); reads != 6 {
 			t.Errorf("[continue-as-new after %d] %d graph reads, want one per run (6)", canAfter, reads)
+		}
+		if got, want := rec.prewarmCounts(), map[string]int64{
+			"runnerflow_pool_prewarm_predicted_runners{pool=linux}": 1, "runnerflow_pool_prewarm_taken_runners{pool=linux}": 1,
+		}; !maps.Equal(got, want) {
+			t.Errorf("[continue-as-new after %d] prewarm counters %v, want %v: build's runner made and taken, once", canAfter, got, want)
 		}
 		fp := fingerprint(end, h.stats)
 		if canAfter == 0 {
@@ -192,6 +200,8 @@ func TestPrewarmReleasesWhenTheUpstreamFails(t *testing.T) {
 // again for the same job.
 func TestPrewarmReleasesAMissedPrediction(t *testing.T) {
 	h := newPoolHarness(t, 0)
+	rec := newCounterRecorder()
+	h.metrics = rec
 	spec, _ := prewarmScenario(h, true)
 	h.check(16*time.Minute+20*time.Second, "build's runner kept within the grace", func(st PoolStatus) bool {
 		r, ok := runnerNamed(st, h.warmedRunner())
@@ -205,6 +215,17 @@ func TestPrewarmReleasesAMissedPrediction(t *testing.T) {
 		return st.Totals.Started == 3 && st.Predicted == 0
 	})
 	h.run(spec, 20*time.Minute)
+	// Warmed at 14:00, given up at 16:30: one runner, 150 runner-seconds (the harness's
+	// instants are a few microseconds apart, so 149 whole seconds and the rest kept).
+	got := rec.prewarmCounts()
+	secs := got["runnerflow_pool_prewarm_wasted_runner_seconds{pool=linux,reason=missed}"]
+	delete(got, "runnerflow_pool_prewarm_wasted_runner_seconds{pool=linux,reason=missed}")
+	if want := map[string]int64{
+		"runnerflow_pool_prewarm_predicted_runners{pool=linux}":            1,
+		"runnerflow_pool_prewarm_wasted_runners{pool=linux,reason=missed}": 1,
+	}; !maps.Equal(got, want) || secs < 149 || secs > 150 {
+		t.Errorf("prewarm counters %v and %d wasted runner-seconds, want %v and 150", got, secs, want)
+	}
 }
 
 // TestPrewarmGate: a pool whose history took the branch before changePrewarm (prewarm on in

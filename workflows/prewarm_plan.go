@@ -235,7 +235,7 @@ func PlanPrewarm(in PrewarmPlanInput) PrewarmPlan {
 			Graph: *run.Graph, Observed: run.observed(in.Taken), History: st.history(run),
 			PoolLabels: in.PoolLabels, Now: in.Now,
 		})
-		w := warmRun(&run, preds, in)
+		w := warmRun(&run, preds, in, &st.Counts)
 		plan.Want += w.want
 		plan.Released += w.released
 		plan.WakeAt = soonest(plan.WakeAt, w.wake)
@@ -280,8 +280,9 @@ type runWarmth struct {
 	finished       bool
 }
 
-// warmRun applies the run's predictions to what the pool warmed for it (see PlanPrewarm).
-func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWarmth {
+// warmRun applies the run's predictions to what the pool warmed for it (see PlanPrewarm),
+// counting each job's warming as it begins and ends.
+func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput, counts *PrewarmCounts) runWarmth {
 	var w runWarmth
 	byID := map[string]JobPrediction{} // lookup only
 	pending := false
@@ -309,6 +310,7 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 		default:
 			w.warm(*run, *h, in.Grace)
 		}
+		counts.ended(*h, in.Now)
 	}
 	for _, pr := range preds {
 		if pr.Kind != PredictedQueued || slices.ContainsFunc(run.Warmed, func(h PrewarmWarmed) bool { return strings.EqualFold(h.JobID, pr.JobID) }) {
@@ -318,8 +320,9 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput) runWar
 			w.wake = soonest(w.wake, at)
 			continue
 		}
-		h := PrewarmWarmed{JobID: pr.JobID, Runners: pr.Runners, ReadyBy: latest(pr.QueuedAt, in.Now)}
+		h := PrewarmWarmed{JobID: pr.JobID, Runners: pr.Runners, ReadyBy: latest(pr.QueuedAt, in.Now), At: in.Now}
 		run.Warmed = append(run.Warmed, h)
+		counts.began(h)
 		w.warm(*run, h, in.Grace)
 	}
 	w.finished = !pending && w.want == 0 && !slices.ContainsFunc(run.Jobs, func(j PrewarmJobSeen) bool { return j.Completed.IsZero() })
@@ -506,9 +509,16 @@ func (st *PrewarmState) record(workflow, jobID string, took time.Duration, at ti
 }
 
 // forget drops the runs not heard of for PrewarmRunIdleForget, then the least recently heard
-// beyond PrewarmRunsKept.
+// beyond PrewarmRunsKept; runners still warm for them are counted wasted (WarmForgotten).
+// The state's runs must be its own (clone).
 func (st PrewarmState) forget(now time.Time) PrewarmState {
-	st.Runs = slices.DeleteFunc(st.Runs, func(r PrewarmRun) bool { return !now.Before(r.Heard.Add(PrewarmRunIdleForget)) })
+	st.Runs = slices.DeleteFunc(st.Runs, func(r PrewarmRun) bool {
+		idle := !now.Before(r.Heard.Add(PrewarmRunIdleForget))
+		if idle {
+			st.Counts.forgot(r, now)
+		}
+		return idle
+	})
 	for len(st.Runs) > PrewarmRunsKept {
 		oldest := 0
 		for k, r := range st.Runs {
@@ -516,6 +526,7 @@ func (st PrewarmState) forget(now time.Time) PrewarmState {
 				oldest = k
 			}
 		}
+		st.Counts.forgot(st.Runs[oldest], now)
 		st.Runs = slices.Delete(st.Runs, oldest, oldest+1)
 	}
 	return st
@@ -535,6 +546,7 @@ func (st PrewarmState) clone() PrewarmState {
 		out.Runs[i].Warmed = slices.Clone(out.Runs[i].Warmed)
 	}
 	out.Paths = slices.Clone(st.Paths)
+	out.Counts = st.Counts.clone()
 	out.Durations = slices.Clone(st.Durations)
 	for i := range out.Durations {
 		out.Durations[i].Jobs = slices.Clone(out.Durations[i].Jobs)

@@ -220,6 +220,10 @@ type PrewarmState struct {
 	// read first, at most PrewarmPathsKept: a later run of the same workflow is read in one
 	// call instead of two (KnownPath).
 	Paths []WorkflowPath `json:"paths,omitempty"`
+	// Counts are what the prewarm metrics count and the pool has not emitted yet
+	// (prewarm_count.go): kept here so that a count made just before continue-as-new is
+	// emitted by the next run. State only: no decision reads them.
+	Counts PrewarmCounts `json:"counts,omitzero"`
 }
 
 // WorkflowPath is where one workflow's file was last read.
@@ -285,6 +289,9 @@ type PrewarmWarmed struct {
 	ReadyBy time.Time `json:"readyBy"`
 	// Over is why the pool no longer warms for it (Warm*), empty while it does.
 	Over string `json:"over,omitempty"`
+	// At is when the pool began warming for it, for the wasted runner time and `starter
+	// why`; zero in entries made before the field. State only: no decision reads it.
+	At time.Time `json:"at,omitzero"`
 }
 
 // WorkflowDurations are the recent run times of one workflow's jobs.
