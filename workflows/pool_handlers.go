@@ -340,6 +340,7 @@ func (p *poolRun) status() (PoolStatus, error) {
 	}
 	if p.st.Prewarm != nil {
 		out.PrewarmLead = StartLatency(p.st.Prewarm.StartLatencies)
+		out.Prewarmed = PrewarmedJobs(*p.st.Prewarm)
 	}
 	p.demand.status(&out)
 	return out, nil

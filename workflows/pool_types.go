@@ -320,7 +320,10 @@ type PoolStatus struct {
 	PredictedWhy string `json:"predictedWhy,omitempty"`
 	// PrewarmLead is how long before a predicted job is due its runners start: the pool's
 	// measured start latency (StartLatency); zero in a pool that does not prewarm.
-	PrewarmLead    time.Duration       `json:"prewarmLead,omitempty"`
+	PrewarmLead time.Duration `json:"prewarmLead,omitempty"`
+	// Prewarmed are the jobs of the runs the pool follows that GitHub queued after the pool
+	// began warming runners for them (PrewarmedJobs), for `starter why`.
+	Prewarmed      []PrewarmedJob      `json:"prewarmed,omitempty"`
 	Reserved       []Reservation       `json:"reserved,omitempty"`
 	RunnersByState map[RunnerState]int `json:"runnersByState"`
 	Outdated       int                 `json:"outdated"`

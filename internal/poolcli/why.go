@@ -103,7 +103,15 @@ func gatherWhy(ctx context.Context, c client.Client, job int64, opt WhyOptions) 
 		}
 	}
 	if f.Pool != nil && f.Running {
+		if f.Reservation != nil {
+			f.QueuedAt = f.Reservation.QueuedAt
+		}
 		f.Reservation = nil // the job has its runner; the reservation only waits for it to end
+	}
+	if f.Pool != nil {
+		if i := slices.IndexFunc(f.Pool.Prewarmed, func(p workflows.PrewarmedJob) bool { return p.JobID == job }); i >= 0 {
+			f.Prewarmed = &f.Pool.Prewarmed[i]
+		}
 	}
 	if f.Pool == nil {
 		if err := placeInScaleSets(ctx, c, &f, all, job); err != nil {

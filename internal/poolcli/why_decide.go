@@ -47,6 +47,11 @@ type WhyFacts struct {
 	Running bool `json:"running,omitempty"`
 	// Reservation is the job's reservation in Pool; nil when no pool holds it.
 	Reservation *workflows.Reservation `json:"reservation,omitempty"`
+	// QueuedAt is when the job was queued as its pool heard it (its reservation's QueuedAt:
+	// the intake took the queued event), kept once it runs and Reservation is dropped.
+	QueuedAt time.Time `json:"queuedAt,omitzero"`
+	// Prewarmed is set when Pool warmed runners for the job before GitHub queued it.
+	Prewarmed *workflows.PrewarmedJob `json:"prewarmed,omitempty"`
 	// Pool is the status of the pool that holds the job (or runs it).
 	Pool *workflows.PoolStatus `json:"-"`
 	// Runner is the runner that runs the job, or else the pool's oldest runner not yet online:
@@ -131,7 +136,11 @@ var githubActivities = map[string]bool{
 // the runner it waits for, then the pool's bounds.
 func decideCause(f WhyFacts) Verdict {
 	if f.Running {
-		return Verdict{CauseNone, fmt.Sprintf("running on %s", f.Runner.Status.Name)}
+		d := fmt.Sprintf("running on %s", f.Runner.Status.Name)
+		if ahead := warmedAhead(f); ahead != "" {
+			d += "; " + ahead
+		}
+		return Verdict{CauseNone, d}
 	}
 	if f.ScaleSet != nil {
 		return scaleSetCause(f)
@@ -140,6 +149,29 @@ func decideCause(f WhyFacts) Verdict {
 		return jobNotHeld(f)
 	}
 	return poolCause(f)
+}
+
+// warmedAhead says, of a job running in a pool that prewarms, that its runner's workflow
+// started before the job was queued: warmed for it from its run's graph when the pool says so
+// (Prewarmed), else a runner that was there already. Empty when the runner came after, or
+// the facts do not tell. The runner is the one GitHub gave the job, not necessarily the one
+// started for the prediction: any idle runner of the pool that fits takes a job.
+func warmedAhead(f WhyFacts) string {
+	if f.Pool == nil || !f.Pool.Spec.PrewarmOn() || f.Runner == nil || f.Runner.Started.IsZero() {
+		return ""
+	}
+	queued := f.QueuedAt
+	if queued.IsZero() && f.Prewarmed != nil {
+		queued = f.Prewarmed.Queued
+	}
+	if queued.IsZero() || !f.Runner.Started.Before(queued) {
+		return ""
+	}
+	ahead := fmt.Sprintf("%.1f s", queued.Sub(f.Runner.Started).Seconds())
+	if p := f.Prewarmed; p != nil {
+		return fmt.Sprintf("started on a runner warmed %s before it was queued (predicted from run %d's graph)", ahead, p.RunID)
+	}
+	return fmt.Sprintf("started on a runner that started %s before it was queued, not warmed for this job (the pool holds no prediction of it)", ahead)
 }
 
 // poolCause judges a job its pool holds and no runner runs: the pool's mode and quota, then

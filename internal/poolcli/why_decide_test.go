@@ -109,3 +109,50 @@ func TestGaugeCausesAreWhyCauses(t *testing.T) {
 		}
 	}
 }
+
+// A running job's verdict says when its runner was there before the job was queued, in a
+// pool that prewarms: warmed for it from its run's graph, or a runner the pool had anyway.
+func TestWhySaysARunnerWasWarmedAhead(t *testing.T) {
+	queued := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	prewarming := &workflows.PoolStatus{Name: "linux", Spec: workflows.PoolSpec{Prewarm: &workflows.PrewarmSpec{Enabled: true}}}
+	plain := &workflows.PoolStatus{Name: "linux"}
+	predicted := &workflows.PrewarmedJob{JobID: 7, Job: "build", Repository: "acme/app", RunID: 123,
+		WarmedAt: queued.Add(-5 * time.Second), Queued: queued.Add(time.Second)}
+	runner := func(started time.Time) *RunnerFacts {
+		return &RunnerFacts{WorkflowID: "runner/linux/linux-1", Started: started, Status: workflows.RunnerStatus{Name: "linux-1", JobID: 7}}
+	}
+	tests := []struct {
+		name   string
+		facts  WhyFacts
+		detail string
+	}{
+		{"warmed for it", WhyFacts{Running: true, Pool: prewarming, QueuedAt: queued, Prewarmed: predicted, Runner: runner(queued.Add(-4200 * time.Millisecond))},
+			"running on linux-1; started on a runner warmed 4.2 s before it was queued (predicted from run 123's graph)"},
+		{"warmed for it, queued time from the prediction", WhyFacts{Running: true, Pool: prewarming, Prewarmed: predicted, Runner: runner(queued.Add(-4200 * time.Millisecond))},
+			"running on linux-1; started on a runner warmed 5.2 s before it was queued (predicted from run 123's graph)"},
+		{"there before it, not predicted", WhyFacts{Running: true, Pool: prewarming, QueuedAt: queued, Runner: runner(queued.Add(-time.Minute))},
+			"running on linux-1; started on a runner that started 60.0 s before it was queued, not warmed for this job (the pool holds no prediction of it)"},
+		{"predicted, but its runner came after it was queued", WhyFacts{Running: true, Pool: prewarming, QueuedAt: queued, Prewarmed: predicted, Runner: runner(queued.Add(time.Second))},
+			"running on linux-1"},
+		{"a pool that does not prewarm says nothing of it", WhyFacts{Running: true, Pool: plain, QueuedAt: queued, Runner: runner(queued.Add(-time.Minute))},
+			"running on linux-1"},
+		{"queued time unknown", WhyFacts{Running: true, Pool: prewarming, Runner: runner(queued.Add(-time.Minute))}, "running on linux-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if v := decideCause(tt.facts); v.Cause != CauseNone || v.Detail != tt.detail {
+				t.Errorf("got %q (%s), want not waiting: %s", v.Cause, v.Detail, tt.detail)
+			}
+		})
+	}
+	// Its path shows when the pool began warming for it, and when it was queued.
+	var steps []string
+	for _, s := range whyPath(tests[0].facts) {
+		steps = append(steps, clock(s.At)+" "+s.What)
+	}
+	want := []string{"09:59:55Z pool linux began warming runners for build, predicted from acme/app run 123's graph",
+		"09:59:55Z runner workflow runner/linux/linux-1 started", "10:00:00Z delivery received (queued event)"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("path %q, want %q", steps, want)
+	}
+}

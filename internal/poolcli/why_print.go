@@ -20,6 +20,12 @@ func whyPath(f WhyFacts) []Step {
 	if u := f.Unmatched; u != nil {
 		add(u.At, "delivery %s received from %s; labels %v fit no pool", u.DeliveryID, u.Repository, u.Labels)
 	}
+	if w := f.Prewarmed; w != nil {
+		add(w.WarmedAt, "pool %s began warming runners for %s, predicted from %s run %d's graph", f.Pool.Name, w.Job, w.Repository, w.RunID)
+	}
+	if f.Reservation == nil {
+		add(f.QueuedAt, "delivery received (queued event)")
+	}
 	if r := f.Reservation; r != nil {
 		add(r.QueuedAt, "delivery received (queued event)")
 		add(r.ReservedAt, "pool %s reserved capacity for it (until %s)", f.Pool.Name, clock(r.ExpiresAt))
