@@ -276,20 +276,12 @@ func fileJobID(name string) string {
 	return id
 }
 
-// waitRuns waits until every run of every arm is done.
+// waitRuns waits until every run of every arm is over.
 func (p *pipelinePhase) waitRuns(ctx context.Context) error {
 	return pollEvery(ctx, time.Second, "the pipeline runs to be done", func() (bool, error) {
 		for _, a := range p.arms {
-			for _, id := range a.runs {
-				run, ok := p.e.world.GitHub.Run(id)
-				if !ok || len(run.Waiting) > 0 {
-					return false, nil
-				}
-				for _, j := range run.Jobs {
-					if j.Status != githubdouble.StatusCompleted {
-						return false, nil
-					}
-				}
+			if !p.e.world.GitHub.RunsDone(a.runs...) {
+				return false, nil
 			}
 		}
 		return true, nil

@@ -112,10 +112,10 @@ func printPrewarm(out io.Writer, learned int, res PrewarmResult) {
 		res.BuildWait.Seconds(), res.FirstWait.Seconds())
 }
 
-// waitRuns waits until every job of the runs completed and none waits for its needs.
+// waitRuns waits until every run is over.
 func (s *System) waitRuns(ctx context.Context, ids []int64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for !s.runsDone(ids) {
+	for !s.World.GitHub.RunsDone(ids...) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pipeline runs %v not done after %s", ids, timeout)
 		}
@@ -126,21 +126,6 @@ func (s *System) waitRuns(ctx context.Context, ids []int64, timeout time.Duratio
 		}
 	}
 	return nil
-}
-
-func (s *System) runsDone(ids []int64) bool {
-	for _, id := range ids {
-		run, ok := s.World.GitHub.Run(id)
-		if !ok || len(run.Waiting) > 0 {
-			return false
-		}
-		for _, j := range run.Jobs {
-			if j.Status != githubdouble.StatusCompleted {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // learningRuns is how many runs the pool needs before it predicts.

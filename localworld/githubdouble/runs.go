@@ -245,6 +245,30 @@ func (s *Server) Run(id int64) (Run, bool) {
 	return s.runSnapshot(rn), true
 }
 
+// Done reports whether the run is over: no job of the file waits for its needs and every job
+// made has completed.
+func (r Run) Done() bool {
+	if len(r.Waiting) > 0 {
+		return false
+	}
+	for _, j := range r.Jobs {
+		if j.Status != StatusCompleted {
+			return false
+		}
+	}
+	return true
+}
+
+// RunsDone reports whether every one of the runs is over (Run.Done); an unknown run is not.
+func (s *Server) RunsDone(ids ...int64) bool {
+	for _, id := range ids {
+		if r, ok := s.Run(id); !ok || !r.Done() {
+			return false
+		}
+	}
+	return true
+}
+
 // runSnapshot copies a run for tests. Callers hold s.mu.
 func (s *Server) runSnapshot(rn *run) Run {
 	out := Run{ID: rn.id, Workflow: rn.workflowName(), Path: rn.path, HeadSHA: rn.sha, ByJob: map[string][]Job{}}

@@ -105,8 +105,14 @@ func TestRunQueuesEachJobWhenItsNeedsComplete(t *testing.T) {
 	if got := names(deploy); !slices.Equal(got, []string{"deploy (1):queued/", "deploy (2):queued/", "deploy (3):queued/", "deploy (4):queued/"}) {
 		t.Fatalf("deploy once build completed: %v", got)
 	}
-	for range deploy {
+	for i := range deploy {
+		if w.RunsDone(run.ID) {
+			t.Fatalf("run done with %d of deploy's %d jobs to run", len(deploy)-i, len(deploy))
+		}
 		runNext(t, w, c, "deploy")
+	}
+	if !w.RunsDone(run.ID) || w.RunsDone(run.ID, run.ID+1000) {
+		t.Fatal("the run is not done once every job completed, or an unknown run is")
 	}
 	r, _, err := c.Actions.GetWorkflowRunByID(context.Background(), "acme", "app", run.ID)
 	if err != nil {
