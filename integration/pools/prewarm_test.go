@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/runnerflow/runnerflow/internal/poolcli"
+	"github.com/runnerflow/runnerflow/internal/workerapp"
 	"github.com/runnerflow/runnerflow/localworld/githubdouble"
 	"github.com/runnerflow/runnerflow/localworld/testworld"
 	"github.com/runnerflow/runnerflow/workflows"
@@ -48,9 +51,13 @@ jobs:
 // runner; the sixth run's graph is read in one call, at the path the earlier runs' reads
 // found the file at. A run of a workflow whose file does not parse, beside it, runs as
 // without prewarming: its reason recorded, nothing predicted for it. A run whose test fails
-// lets the runners warmed for build and deploy go within the grace.
+// lets the runners warmed for build and deploy go within the grace. `starter why` says build
+// started on a runner warmed before it was queued, from its run's graph; the worker's
+// counters say build's and deploy's five runners were predicted and taken, and every runner
+// predicted was taken or wasted.
 func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
-	p := newPoolTest(t, "prewarm")
+	reg := prometheus.NewRegistry()
+	p := newPoolTestWith(t, "prewarm", func(cfg *workerapp.Config) { cfg.Metrics = reg })
 	p.webhooks()
 	spec := p.spec(0, 24, "15s")
 	spec.Prewarm = &workflows.PrewarmSpec{Enabled: true}
@@ -87,11 +94,21 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	brokenRun := fmt.Sprintf("run %d (", broken[0].RunID)
+	warmedWhy := fmt.Sprintf("started on a runner warmed * before it was queued (predicted from run %d's graph)", id)
+	var buildWhy poolcli.WhyReport
 	for !runsDone(id)() || !jobsDone(broken) {
 		if st := p.status(); strings.Contains(st.PredictedWhy, brokenRun) || st.Mode != workflows.PoolActive {
 			t.Errorf("pool %s (%s), predicted %d: %s; want active, nothing predicted for the broken run", st.Mode, st.ModeReason, st.Predicted, st.PredictedWhy)
 		}
+		if run, _ := world.GitHub.Run(id); len(run.ByJob["build"]) == 1 && run.ByJob["build"][0].Status == githubdouble.StatusInProgress &&
+			!wildcardIn(buildWhy.Detail, warmedWhy) {
+			buildWhy = p.whyJSON(run.ByJob["build"][0].ID)
+		}
 		time.Sleep(time.Second)
+	}
+	t.Logf("why build: %s", buildWhy.Detail)
+	if buildWhy.Waiting || !wildcardIn(buildWhy.Detail, warmedWhy) || buildWhy.Facts.Prewarmed == nil || buildWhy.Facts.Prewarmed.Job != "build" {
+		t.Errorf("why build, while it ran: %+v; want it running, %q", buildWhy.Verdict, warmedWhy)
 	}
 	run, _ := world.GitHub.Run(id)
 	lint := run.ByJob["lint"][0]
@@ -162,11 +179,58 @@ func TestPrewarmStartsBuildsRunnerBeforeBuildIsQueued(t *testing.T) {
 			t.Errorf("%s of the failing run concluded %q, want skipped", j.Name, j.Conclusion)
 		}
 	}
+	// Every prediction has ended: the sixth run's five runners taken, the failing run's (if
+	// warmed in time) wasted.
+	var counts map[string]float64
+	waitFor(t, wait, "every runner predicted counted taken or wasted", func() bool {
+		counts = prewarmCounters(t, reg, p.name)
+		return counts["predicted"] == counts["taken"]+counts["wasted"]
+	})
+	t.Logf("prewarm counters: %v", counts)
+	if counts["predicted"] < 5 || counts["taken"] < 5 || (counts["wasted"] > 0) != (counts["wasted_seconds"] > 0) {
+		t.Errorf("prewarm counters %v: want build's and deploy's five runners predicted and taken, runner time for any wasted", counts)
+	}
 	if testworld.RecordingHistories() {
 		// A prewarming pool's history takes the prewarm gate's new branch: graph reads,
 		// runners warmed ahead, a release (changePrewarm).
 		recordHistory(t, workflows.PoolWorkflowID(p.name), "", "pool-prewarm")
 	}
+}
+
+// prewarmCounters sums the pool's prewarm counters (every reason, every label set the SDK
+// adds) by what they count: predicted, taken, wasted and wasted_seconds.
+func prewarmCounters(t *testing.T, reg *prometheus.Registry, pool string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{
+		workflows.MetricPrewarmPredicted + "_total": "predicted", workflows.MetricPrewarmTaken + "_total": "taken",
+		workflows.MetricPrewarmWasted + "_total": "wasted", workflows.MetricPrewarmWastedSeconds + "_total": "wasted_seconds",
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		key, ok := names[f.GetName()]
+		if !ok {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pool" && l.GetValue() == pool {
+					out[key] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wildcardIn reports whether s holds pattern, whose one * stands for any text.
+func wildcardIn(s, pattern string) bool {
+	before, after, _ := strings.Cut(pattern, "*")
+	i := strings.Index(s, before)
+	return i >= 0 && strings.Contains(s[i+len(before):], after)
 }
 
 // runsDone reports whether the runs started with StartRun have completed, every job.
