@@ -301,6 +301,12 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput, counts
 			// GitHub skipped or cancelled it: its event came before, or with, the failure
 			// Predict would have read it from.
 			h.Over, w.released = WarmSkipped, w.released+h.Runners
+		case !predicted && run.someInstancesHeard(*h) && in.Now.Before(h.ReadyBy.Add(in.Grace)):
+			// GitHub queued the job, so Predict leaves it out; but a matrix's instances are
+			// queued by events of their own, which may come in later batches: the runners of
+			// the instances not heard of yet stay warm for them (else the pool drains them and
+			// starts new ones when those come), until the grace ends.
+			w.warm(*run, *h, h.Runners-run.instancesHeard(*h), in.Grace)
 		case !predicted:
 			h.Over = WarmTaken // Predict leaves out the jobs GitHub queued
 		case pr.Kind == PredictedSkipped:
@@ -308,7 +314,7 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput, counts
 		case !in.Now.Before(h.ReadyBy.Add(in.Grace)):
 			h.Over, w.released = WarmMissed, w.released+h.Runners
 		default:
-			w.warm(*run, *h, in.Grace)
+			w.warm(*run, *h, h.Runners, in.Grace)
 		}
 		counts.ended(*h, in.Now)
 	}
@@ -323,10 +329,28 @@ func warmRun(run *PrewarmRun, preds []JobPrediction, in PrewarmPlanInput, counts
 		h := PrewarmWarmed{JobID: pr.JobID, Runners: pr.Runners, ReadyBy: latest(pr.QueuedAt, in.Now), At: in.Now}
 		run.Warmed = append(run.Warmed, h)
 		counts.began(h)
-		w.warm(*run, h, in.Grace)
+		w.warm(*run, h, h.Runners, in.Grace)
 	}
 	w.finished = !pending && w.want == 0 && !slices.ContainsFunc(run.Jobs, func(j PrewarmJobSeen) bool { return j.Completed.IsZero() })
 	return w
+}
+
+// someInstancesHeard reports whether some of h's job's instances, not all, were heard of.
+func (r PrewarmRun) someInstancesHeard(h PrewarmWarmed) bool {
+	n := r.instancesHeard(h)
+	return n > 0 && n < h.Runners
+}
+
+// instancesHeard counts the jobs of the run heard of that are instances of h's job (a job
+// without a matrix has one).
+func (r PrewarmRun) instancesHeard(h PrewarmWarmed) int {
+	n := 0
+	for _, j := range r.Jobs {
+		if id, ok := graphJobOf(*r.Graph, j.Name); ok && strings.EqualFold(id, h.JobID) {
+			n++
+		}
+	}
+	return n
 }
 
 // endedUnstarted reports whether the file's job was heard of only as completed skipped (a
@@ -347,8 +371,8 @@ func (r PrewarmRun) endedUnstarted(jobID string) bool {
 }
 
 // warm counts one job's warmed runners.
-func (w *runWarmth) warm(run PrewarmRun, h PrewarmWarmed, grace time.Duration) {
-	w.want += h.Runners
+func (w *runWarmth) warm(run PrewarmRun, h PrewarmWarmed, runners int, grace time.Duration) {
+	w.want += runners
 	w.wake = soonest(w.wake, h.ReadyBy.Add(grace))
 	w.why = append(w.why, fmt.Sprintf("%s of %s run %d (due %s)", h.JobID, run.Repository, run.RunID, clock(h.ReadyBy)))
 }

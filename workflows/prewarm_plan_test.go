@@ -121,8 +121,28 @@ func TestPlanPrewarmWarmsJustInTime(t *testing.T) {
 	if before := planAt(queued.State, 7*m+49*s, buildTaken); before.Want != 0 {
 		t.Errorf("at 7:49: want %d, want none yet", before.Want)
 	}
-	if deploy := planAt(queued.State, 7*m+50*s, buildTaken); deploy.Want != 4 {
-		t.Errorf("at 7:50: want %d, want deploy's four runners", deploy.Want)
+	deploy := planAt(queued.State, 7*m+50*s, buildTaken)
+	if deploy.Want != 4 {
+		t.Fatalf("at 7:50: want %d, want deploy's four runners", deploy.Want)
+	}
+	// deploy's instances are queued by events of their own, here in two batches: the runners
+	// of the two not heard of yet stay warm for them, and none is counted taken before all are.
+	st = ObservePrewarm(deploy.State, []WorkflowJobEvent{
+		completedEvent(3, "Build image", 5*m+20*s, 8*m+20*s, "success"),
+		prewarmEvent(JobQueued, 4, "deploy (1)", 8*m+21*s), prewarmEvent(JobQueued, 5, "deploy (2)", 8*m+21*s),
+	}, afterStart(8*m+21*s))
+	half := planAt(st, 8*m+22*s, buildTaken)
+	if w, _ := warmedOver(half.State, "deploy"); half.Want != 2 || half.Released != 0 || w.Over != "" || half.State.Counts.Taken != 1 {
+		t.Fatalf("two of deploy's four queued: want %d, released %d, deploy %+v, taken %d; want the other two warm, build's runner alone taken",
+			half.Want, half.Released, w, half.State.Counts.Taken)
+	}
+	st = ObservePrewarm(half.State, []WorkflowJobEvent{
+		prewarmEvent(JobQueued, 6, "deploy (3)", 8*m+23*s), prewarmEvent(JobQueued, 7, "deploy (4)", 8*m+23*s),
+	}, afterStart(8*m+23*s))
+	all := planAt(st, 8*m+24*s, buildTaken)
+	if w, _ := warmedOver(all.State, "deploy"); all.Want != 0 || all.Released != 0 || w.Over != WarmTaken || all.State.Counts.Taken != 5 {
+		t.Errorf("all of deploy queued: want %d, released %d, deploy %+v, taken %d; want its four runners the jobs', counted taken",
+			all.Want, all.Released, w, all.State.Counts.Taken)
 	}
 }
 
