@@ -107,10 +107,6 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	learning, err := sys.startPipelines(learningRuns)
-	if err != nil {
-		return res, err
-	}
 	fmt.Fprintf(opts.Out, "\nGitHub queued %d jobs (%d for %s, %d for %s, %d for %s); runnerflow scales up:\n",
 		len(jobs), countFor(jobs, repoPool), repoPool, countFor(jobs, orgPool), orgPool, countFor(jobs, scaleSetPool), scaleSetPool)
 	res.JobsCompleted, err = sys.watchProgress(ctx, jobs, opts)
@@ -120,7 +116,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if res.Prewarm, err = sys.showPrewarm(ctx, learning, opts.Timeout, opts.Out); err != nil {
+	if res.Prewarm, err = sys.showPrewarm(ctx, opts.Timeout, opts.Out); err != nil {
 		return res, err
 	}
 	if opts.ExitWhenDone {

@@ -68,9 +68,15 @@ func (s *System) startPipelines(n int) ([]int64, error) {
 	return ids, nil
 }
 
-// showPrewarm waits for the learning runs, starts one more, and reports how its build found
-// its runner.
-func (s *System) showPrewarm(ctx context.Context, learning []int64, timeout time.Duration, out io.Writer) (PrewarmResult, error) {
+// showPrewarm runs the pipeline learningRuns times at once for the pool to learn it, then
+// once more, and reports how that run's build found its runner. It runs after the burst, so
+// the burst's figures are the burst's alone.
+func (s *System) showPrewarm(ctx context.Context, timeout time.Duration, out io.Writer) (PrewarmResult, error) {
+	fmt.Fprintf(out, "\nRunning the pipeline (lint and test, then build) %d times for %s to learn it...\n", learningRuns, pipelinePool)
+	learning, err := s.startPipelines(learningRuns)
+	if err != nil {
+		return PrewarmResult{}, err
+	}
 	if err := s.waitRuns(ctx, learning, timeout); err != nil {
 		return PrewarmResult{}, err
 	}
@@ -102,7 +108,7 @@ func (s *System) showPrewarm(ctx context.Context, learning []int64, timeout time
 }
 
 func printPrewarm(out io.Writer, learned int, res PrewarmResult) {
-	fmt.Fprintf(out, "\nPrewarming (%s): %d runs of CI taught the pool how long lint and test take. In the next run,\n", pipelinePool, learned)
+	fmt.Fprintf(out, "Prewarming (%s): %d runs of CI taught the pool how long lint and test take. In the next run,\n", pipelinePool, learned)
 	if res.WarmedAhead {
 		fmt.Fprintf(out, "  the pool started build's runner %.1fs before GitHub queued build (%s);\n", res.Lead.Seconds(), res.Why)
 	} else {
