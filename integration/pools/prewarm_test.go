@@ -237,22 +237,9 @@ func wildcardIn(s, pattern string) bool {
 	return i >= 0 && strings.Contains(s[i+len(before):], after)
 }
 
-// runsDone reports whether the runs started with StartRun have completed, every job.
+// runsDone reports whether the runs started with StartRun are over (githubdouble's RunsDone).
 func runsDone(ids ...int64) func() bool {
-	return func() bool {
-		for _, id := range ids {
-			run, ok := world.GitHub.Run(id)
-			if !ok || len(run.Waiting) > 0 {
-				return false
-			}
-			for _, j := range run.Jobs {
-				if j.Status != githubdouble.StatusCompleted {
-					return false
-				}
-			}
-		}
-		return true
-	}
+	return func() bool { return world.GitHub.RunsDone(ids...) }
 }
 
 // jobsDone reports whether the jobs have completed.
