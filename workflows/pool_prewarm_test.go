@@ -158,6 +158,13 @@ func TestPrewarmWarmsBeforeTheJobIsQueued(t *testing.T) {
 		if reads := h.graphReads(); reads != 6 {
 			t.Errorf("[continue-as-new after %d] %d graph reads, want one per run (6)", canAfter, reads)
 		}
+		// The five earlier runs are read together, each by its run first; the sixth is read at
+		// the path they taught the pool (one call), after the continue-as-new too.
+		for _, in := range h.prewarm.reads {
+			if want := map[bool]string{true: ".github/workflows/ci.yml", false: ""}[in.RunID == 100]; in.Path != want {
+				t.Errorf("[continue-as-new after %d] run %d read at path %q, want %q", canAfter, in.RunID, in.Path, want)
+			}
+		}
 		if got, want := rec.prewarmCounts(), map[string]int64{
 			"runnerflow_pool_prewarm_predicted_runners{pool=linux}": 1, "runnerflow_pool_prewarm_taken_runners{pool=linux}": 1,
 		}; !maps.Equal(got, want) {
