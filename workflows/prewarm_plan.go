@@ -2,18 +2,17 @@ package workflows
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // A prewarming pool's bookkeeping, pure: what it remembers of the runs it hears of
 // (ObservePrewarm, PrewarmGraphRead), and how many runners it warms for their predicted jobs
 // (PlanPrewarm). The pool's side, which reads the graphs and hands the count to Decide, is
-// pool_prewarm.go.
+// pool_prewarm.go; what the pool learns from the runs (run times, its start latency) is
+// prewarm_learn.go, and how what it keeps is bounded, prewarm_bounds.go.
 
 // ObservePrewarm records a batch's job events: a run not heard of before joins (its graph is
 // then read once, RunsToRead), each job's times and conclusion are kept, a successful job's
@@ -67,89 +66,6 @@ func PrewarmGraphRead(st PrewarmState, repo string, runID int64, res ReadRunGrap
 	}
 	st.recordDurations()
 	return st
-}
-
-// boundRunGraph is the graph as the pool's state keeps it: what Predict reads, each string
-// within PrewarmGraphTextMax (as JSON writes it), or false when it cannot be kept
-// (PrewarmGraphTooLarge). A name over it is kept cut and marked NameUnknown (its events
-// cannot be told to be the job's), labels over it or over PrewarmGraphLabelsMax are dropped
-// (LabelsCut), an if: is kept cut; an id or a need over it, or the whole over
-// PrewarmGraphBytesMax, refuses the graph. The graph given is not modified.
-func boundRunGraph(g RunGraph) (RunGraph, bool) {
-	out := RunGraph{Jobs: make([]RunGraphJob, 0, len(g.Jobs))}
-	for _, j := range g.Jobs {
-		if !textFits(j.ID) || slices.ContainsFunc(j.Needs, func(n string) bool { return !textFits(n) }) {
-			return RunGraph{}, false
-		}
-		k := RunGraphJob{ID: j.ID, Needs: slices.Clone(j.Needs), LabelsKnown: j.LabelsKnown, LabelsCut: j.LabelsCut, Instances: j.Instances}
-		var whole bool
-		k.Name, whole = capText(j.Name, PrewarmGraphTextMax, "…")
-		k.NameUnknown = j.NameUnknown || !whole
-		k.If, _ = capText(j.If, PrewarmGraphTextMax, "…")
-		if k.LabelsKnown {
-			if len(j.Labels) > PrewarmGraphLabelsMax || slices.ContainsFunc(j.Labels, func(l string) bool { return !textFits(l) }) {
-				k.LabelsKnown, k.LabelsCut = false, true
-			} else {
-				k.Labels = slices.Clone(j.Labels)
-			}
-		}
-		out.Jobs = append(out.Jobs, k)
-	}
-	if b, err := json.Marshal(out); err != nil || len(b) > PrewarmGraphBytesMax {
-		return RunGraph{}, false
-	}
-	return out, true
-}
-
-// textFits reports whether s takes at most PrewarmGraphTextMax bytes as JSON.
-func textFits(s string) bool { return textFitsIn(s, PrewarmGraphTextMax) }
-
-// capText is s when it takes at most limit bytes as JSON (encoding/json's escapes counted),
-// with true; else its longest prefix that, end after it, does, with false.
-func capText(s string, limit int, end string) (string, bool) {
-	total := 0
-	for _, r := range s {
-		total += jsonCost(r)
-	}
-	if total <= limit {
-		return s, true
-	}
-	budget := limit
-	for _, r := range end {
-		budget -= jsonCost(r)
-	}
-	used := 0
-	for i, r := range s {
-		if used+jsonCost(r) > budget {
-			return s[:i] + end, false
-		}
-		used += jsonCost(r)
-	}
-	return s + end, false // not reached: s is over limit
-}
-
-// jsonCost is at least the bytes encoding/json writes for the rune in a string: six for what
-// it escapes as \u00XX (and an invalid byte, written \ufffd).
-func jsonCost(r rune) int {
-	switch {
-	case r == '"' || r == '\\':
-		return 2
-	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
-		return 6
-	}
-	return utf8.RuneLen(r)
-}
-
-// seenName is a heard job's name as the state keeps it (PrewarmSeenNameMax): a name cut
-// keeps its closing parenthesis after the cut, so that graphJobOf maps it as it maps the
-// whole name (to a matrix instance's job, or to none).
-func seenName(name string) string {
-	end := "…"
-	if strings.HasSuffix(name, ")") {
-		end = "…)"
-	}
-	kept, _ := capText(name, PrewarmSeenNameMax, end)
-	return kept
 }
 
 // RunsToRead are the runs whose graph is neither read nor known to be missing.
@@ -472,66 +388,6 @@ func firstSet(times ...time.Time) time.Time {
 // workflowKey names a run's workflow in the durations: its repository and name.
 func (r PrewarmRun) workflowKey() string { return r.Repository + " " + r.Workflow }
 
-// history is the recent run times of the run's workflow's jobs.
-func (st PrewarmState) history(r PrewarmRun) []JobDurations {
-	i := slices.IndexFunc(st.Durations, func(d WorkflowDurations) bool { return d.Workflow == r.workflowKey() })
-	if i < 0 {
-		return nil
-	}
-	return st.Durations[i].Jobs
-}
-
-// recordDurations records the run time of every successful job of a run whose graph is known
-// and whose run time is not recorded yet, under the file's job id. Failed and cancelled jobs
-// end early and say little of how long the job takes; a job whose name maps to no job of the
-// file is left out.
-func (st *PrewarmState) recordDurations() {
-	for ri := range st.Runs {
-		run := &st.Runs[ri]
-		if run.Graph == nil {
-			continue
-		}
-		for ji := range run.Jobs {
-			j := &run.Jobs[ji]
-			if j.Recorded || j.Completed.IsZero() {
-				continue
-			}
-			j.Recorded = true
-			id, ok := graphJobOf(*run.Graph, j.Name)
-			if !ok || j.Conclusion != "success" || j.Started.IsZero() || j.Completed.Before(j.Started) {
-				continue
-			}
-			st.record(run.workflowKey(), id, j.Completed.Sub(j.Started), j.Completed)
-		}
-	}
-}
-
-// record adds one run time, within the bounds: PrewarmJobsKept jobs a workflow,
-// PrewarmWorkflowsKept workflows (the least recently run forgotten first).
-func (st *PrewarmState) record(workflow, jobID string, took time.Duration, at time.Time) {
-	i := slices.IndexFunc(st.Durations, func(d WorkflowDurations) bool { return d.Workflow == workflow })
-	if i < 0 {
-		if len(st.Durations) >= PrewarmWorkflowsKept {
-			oldest := 0
-			for k, d := range st.Durations {
-				if d.LastRun.Before(st.Durations[oldest].LastRun) {
-					oldest = k
-				}
-			}
-			st.Durations = slices.Delete(st.Durations, oldest, oldest+1)
-		}
-		st.Durations = append(st.Durations, WorkflowDurations{Workflow: workflow})
-		i = len(st.Durations) - 1
-	}
-	d := &st.Durations[i]
-	known := slices.ContainsFunc(d.Jobs, func(h JobDurations) bool { return strings.EqualFold(h.JobID, jobID) })
-	if !known && len(d.Jobs) >= PrewarmJobsKept {
-		return
-	}
-	d.Jobs = RecordJobDuration(d.Jobs, jobID, took, PrewarmDurationsKept)
-	d.LastRun = latest(d.LastRun, at)
-}
-
 // forget drops the runs not heard of for PrewarmRunIdleForget, then the least recently heard
 // beyond PrewarmRunsKept; runners still warm for them are counted wasted (WarmForgotten).
 // The state's runs must be its own (clone).
@@ -576,24 +432,4 @@ func (st PrewarmState) clone() PrewarmState {
 		out.Durations[i].Jobs = slices.Clone(out.Durations[i].Jobs)
 	}
 	return out
-}
-
-// RecordStartLatency adds one measured start (the pool deciding to start a runner → the
-// runner online) to the state, keeping the newest PrewarmLatenciesKept. The state given is not
-// modified.
-func RecordStartLatency(st PrewarmState, took time.Duration) PrewarmState {
-	latencies := append(slices.Clone(st.StartLatencies), max(took, 0))
-	st.StartLatencies = latencies[max(len(latencies)-PrewarmLatenciesKept, 0):]
-	return st
-}
-
-// StartLatency is how long before a job is due its runners start: PrewarmLatencyQuantile of
-// the pool's measured starts, by nearest rank, once it has PrewarmLatenciesMin of them;
-// PrewarmStartLatency until then.
-func StartLatency(measured []time.Duration) time.Duration {
-	if len(measured) < PrewarmLatenciesMin {
-		return PrewarmStartLatency
-	}
-	took, _ := durationQuantile(measured, PredictPolicy{Quantile: PrewarmLatencyQuantile, Kept: PrewarmLatenciesKept})
-	return took
 }
