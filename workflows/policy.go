@@ -990,24 +990,27 @@ var ScaleSetForcedRunnerRemovalPolicy = activityOptions(ScaleSetTaskQueue, 30*ti
 
 const (
 	// PrewarmDurationQuantile: a dependency still running is predicted to finish at its start
-	// plus this quantile of its recent run times. The median: a prediction early by a second
-	// costs each warmed runner an idle second, one late by a second costs each of the job's
-	// runners a second's wait, and the median is the time that makes the expected sum of the
-	// two smallest (it minimizes the expected distance to the real finish).
-	// A late runner is already starting when its job is queued, so the job waits the rest of
-	// its start, not a cold start. Measured (docs/benchmarks.md, the pipelines phase; run times
-	// spread ±25 %): the 25th percentile kept downstream jobs' wait at 2 ms (p50) for idle
-	// runner time of 20 % of the jobs' own, the median at 0.3 s for 13 %.
-	PrewarmDurationQuantile = 0.5
+	// plus this quantile of its recent run times. A low one, because the prediction says when
+	// to have runners ready: a prediction earlier than the real finish costs a runner's idle
+	// seconds, a later one makes the job wait, which is what prewarming exists to avoid. With
+	// the 25th percentile the runners are ready in about three runs of four; in the fourth
+	// they are already starting when the job is queued. A lower one (p10) would double the
+	// idle time of runs near the median for the few fast ones: for a job whose run times
+	// spread by ±10 %, p25 keeps a downstream job's idle runner time near the 10 % of its
+	// useful time that issue 39 allows. A high one (p90) would be late in nine runs of ten.
+	// The median, measured in four runs of the benchmark's pipelines (run times spread
+	// ±25 %), cut the idle time from 20–24 % of the jobs' to 11–15 %, but left the median
+	// downstream job waiting 0.3–1.5 s for its runner, against 2–9 ms (docs/benchmarks.md).
+	PrewarmDurationQuantile = 0.25
 	// PrewarmMinSamples: fewer recent run times than this predict nothing. With five, the
-	// median by nearest rank is the third fastest run, so one unusually fast or slow run (a
-	// cache hit, an early exit, a retried step) never sets the prediction alone.
+	// 25th percentile by nearest rank is the second fastest run, so one unusually fast run
+	// (a cache hit, an early exit) never sets the prediction alone.
 	PrewarmMinSamples = 5
 	// PrewarmDurationsKept: the run times kept per job and workflow, newest last. Of twenty the
-	// median is the tenth fastest: a job that got faster or slower is followed after about ten
-	// runs (meanwhile its runners come early and idle, or late and it waits the rest of their
-	// start). A longer memory would follow a changed job more slowly still, and a pool carries
-	// its run times across continue-as-new.
+	// quantile is the fifth fastest: a job that got faster is followed after five runs, one
+	// that got slower after sixteen (meanwhile its runners come early and idle, never late).
+	// A longer memory would follow a changed job more slowly still, and a pool carries its
+	// run times across continue-as-new.
 	PrewarmDurationsKept = 20
 )
 
@@ -1022,10 +1025,10 @@ var PrewarmPredictPolicy = PredictPolicy{
 
 const (
 	// DefaultPrewarmGrace: runners warmed for a job wait this long past the time it was
-	// predicted to be queued, then go. The prediction takes the median of a dependency's run
-	// times, so in half the runs the job comes later than predicted, by up to the spread of
-	// its dependencies' run times: two minutes covers a ±10 % spread on jobs up to about
-	// twenty minutes, and bounds the idle time a missed prediction costs per runner.
+	// predicted to be queued, then go. The prediction takes the 25th percentile of a
+	// dependency's run times, so in most runs the job comes later than predicted, by the
+	// spread of its dependencies' run times: two minutes covers a ±10 % spread on jobs up to
+	// about twenty minutes, and bounds the idle time a missed prediction costs per runner.
 	DefaultPrewarmGrace = 2 * time.Minute
 	// MaxPrewarmGrace: a longer grace keeps idle runners for a prediction that has failed
 	// longer than most jobs take; past it the pool is better off starting cold.

@@ -25,15 +25,15 @@ func pipelineGraph() RunGraph {
 	}}
 }
 
-// pipelineHistory: with the median by nearest rank, lint takes 1m55s (third of five), test
-// 5m (fourth of eight) and build 3m (third of five).
+// pipelineHistory: with the 25th percentile by nearest rank, lint takes 1m55s (second of
+// five), test 5m (second of eight) and build 3m (second of five).
 func pipelineHistory() []JobDurations {
 	m := time.Minute
 	s := time.Second
 	return []JobDurations{
-		{JobID: "lint", Durations: []time.Duration{m + 55*s, 2*m + 10*s, m + 45*s, 2*m + 5*s, m + 50*s}},
-		{JobID: "test", Durations: []time.Duration{5 * m, 6 * m, 5*m + 30*s, 4 * m, 4*m + 30*s, 4*m + 50*s, 5*m + 40*s, 7 * m}},
-		{JobID: "build", Durations: []time.Duration{3 * m, 3*m + 20*s, 2*m + 50*s, 3*m + 10*s, 2*m + 45*s}},
+		{JobID: "lint", Durations: []time.Duration{2 * m, 2*m + 10*s, m + 50*s, 2*m + 5*s, m + 55*s}},
+		{JobID: "test", Durations: []time.Duration{5 * m, 6 * m, 5*m + 30*s, 4 * m, 5*m + 10*s, 5*m + 20*s, 5*m + 40*s, 7 * m}},
+		{JobID: "build", Durations: []time.Duration{3 * m, 3*m + 20*s, 2*m + 50*s, 3*m + 10*s, 3*m + 5*s}},
 	}
 }
 
@@ -128,11 +128,11 @@ func TestPredictPipeline(t *testing.T) {
 	cases := []predictionCase{
 		{
 			// lint ends at 1m55s, test at 10s + 5m: build is queued when test ends, and
-			// deploy 3m (build's median) later with its four instances.
+			// deploy 3m (build's p25) later with its four instances.
 			name: "lint and test running: build after test, deploy after build",
 			now:  m,
 			want: []JobPrediction{
-				wantQueued("build", 5*m+10*s, 1, "test", "test started at 12:00:10, p50 of its last 8 runs 5m0s"),
+				wantQueued("build", 5*m+10*s, 1, "test", "test started at 12:00:10, p25 of its last 8 runs 5m0s"),
 				wantQueued("deploy", 8*m+10*s, 4, "build", "build would start at 12:05:10"),
 			},
 		},
@@ -383,8 +383,8 @@ func TestPredictQuantileFromPolicy(t *testing.T) {
 		{PredictPolicy{Quantile: 1, Kept: 11}, 100 * s},                 // the old run counts again
 		{PredictPolicy{Quantile: 0.25, MinSamples: 4, Kept: 4}, 7 * s},  // of 7..10, rank 1
 		{PredictPolicy{Quantile: 0.25, Kept: 20}, 3 * s},                // all eleven: rank ⌈2.75⌉ of 1..10,100
-		{PredictPolicy{}, 6 * s},                                        // defaults: p50 of the last 20, rank ⌈5.5⌉
-		{PredictPolicy{Quantile: 1.5, Kept: -1}, 6 * s},                 // out of range: defaults
+		{PredictPolicy{}, 3 * s},                                        // defaults: p25 of the last 20
+		{PredictPolicy{Quantile: 1.5, Kept: -1}, 3 * s},                 // out of range: defaults
 		{PredictPolicy{Quantile: 0.01, Kept: 10}, 1 * s},                // rank never below the first
 		{PredictPolicy{Quantile: 0.25, MinSamples: 1, Kept: 1}, 10 * s}, // newest alone
 	}
@@ -478,22 +478,19 @@ func TestRecordJobDuration(t *testing.T) {
 // TestPrewarmPredictPolicy holds the policy to the reasons policy.go gives for it.
 func TestPrewarmPredictPolicy(t *testing.T) {
 	pol := PrewarmPredictPolicy
-	if pol.Quantile <= 0 || pol.Quantile > 0.5 {
-		t.Errorf("quantile %v: at most the median, or the runners are late in most runs", pol.Quantile)
+	if pol.Quantile <= 0 || pol.Quantile >= 0.5 {
+		t.Errorf("quantile %v: below the median, or the runners are late in most runs", pol.Quantile)
 	}
 	if pol.MinSamples > pol.Kept {
 		t.Errorf("MinSamples %d > Kept %d: no job could ever be predicted", pol.MinSamples, pol.Kept)
 	}
-	// With the fewest samples that predict, the fastest or the slowest run alone never sets
-	// the prediction.
-	for _, outlier := range []time.Duration{time.Second, time.Hour} {
-		samples := []time.Duration{outlier}
-		for i := 1; i < pol.MinSamples; i++ {
-			samples = append(samples, time.Minute)
-		}
-		if q, _ := durationQuantile(samples, pol); q != time.Minute {
-			t.Errorf("with %d samples, the outlier %s sets the prediction: %s", pol.MinSamples, outlier, q)
-		}
+	// With the fewest samples that predict, the fastest run alone never sets the prediction.
+	fastestFirst := []time.Duration{time.Second}
+	for i := 1; i < pol.MinSamples; i++ {
+		fastestFirst = append(fastestFirst, time.Minute)
+	}
+	if q, _ := durationQuantile(fastestFirst, pol); q != time.Minute {
+		t.Errorf("with %d samples, one fast outlier sets the prediction: %s", pol.MinSamples, q)
 	}
 }
 
