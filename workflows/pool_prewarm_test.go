@@ -161,7 +161,11 @@ func TestPrewarmWarmsBeforeTheJobIsQueued(t *testing.T) {
 		// The five earlier runs are read together, each by its run first; the sixth is read at
 		// the path they taught the pool (one call), after the continue-as-new too.
 		for _, in := range h.prewarm.reads {
-			if want := map[bool]string{true: ".github/workflows/ci.yml", false: ""}[in.RunID == 100]; in.Path != want {
+			want := ""
+			if in.RunID == 100 {
+				want = ".github/workflows/ci.yml"
+			}
+			if in.Path != want {
 				t.Errorf("[continue-as-new after %d] run %d read at path %q, want %q", canAfter, in.RunID, in.Path, want)
 			}
 		}

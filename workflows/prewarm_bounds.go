@@ -46,6 +46,12 @@ func boundRunGraph(g RunGraph) (RunGraph, bool) {
 // textFits reports whether s takes at most PrewarmGraphTextMax bytes as JSON.
 func textFits(s string) bool { return textFitsIn(s, PrewarmGraphTextMax) }
 
+// textFitsIn reports whether s takes at most limit bytes as JSON.
+func textFitsIn(s string, limit int) bool {
+	_, whole := capText(s, limit, "")
+	return whole
+}
+
 // capText is s when it takes at most limit bytes as JSON (encoding/json's escapes counted),
 // with true; else its longest prefix that, end after it, does, with false.
 func capText(s string, limit int, end string) (string, bool) {

@@ -30,9 +30,3 @@ func (st *PrewarmState) rememberPath(run PrewarmRun, path string) {
 	st.Paths = append(st.Paths, WorkflowPath{Workflow: key, Path: path})
 	st.Paths = st.Paths[max(len(st.Paths)-PrewarmPathsKept, 0):]
 }
-
-// textFitsIn reports whether s takes at most limit bytes as JSON.
-func textFitsIn(s string, limit int) bool {
-	_, whole := capText(s, limit, "")
-	return whole
-}
